@@ -1,0 +1,64 @@
+//! The crate's single error type.
+//!
+//! Every failure a caller can cause or meet (bad input, a circuit that fails or panics, a pool
+//! too small, a pipeline that went away) is a variant with the data needed to act on it. Panics
+//! are kept for broken internal invariants only.
+
+use bellpepper_core::SynthesisError;
+
+/// Everything that can go wrong in pinprove.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A request can never be served by the pool: it is larger than the pool's byte cap.
+    #[error("pool cap of {capacity} bytes is smaller than the {requested} bytes requested")]
+    PoolTooSmall {
+        /// Bytes asked for (for a/b/c: all three together).
+        requested: usize,
+        /// The pool's configured cap.
+        capacity: usize,
+    },
+    /// Host memory could not be had at all: not from the pool and not from the heap fallback.
+    #[error("could not allocate {requested} bytes of host memory")]
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+    },
+    /// An input does not have the size the proving key (or another input) says it must.
+    #[error("{what}: expected {expected}, got {got}")]
+    Shape {
+        /// What was measured.
+        what: &'static str,
+        /// The size required.
+        expected: usize,
+        /// The size found.
+        got: usize,
+    },
+    /// A proving key breaks an invariant the prover relies on.
+    #[error("invalid proving key: {0}")]
+    InvalidKey(&'static str),
+    /// A configuration value is unusable (for example zero synthesis threads).
+    #[error("invalid configuration: {0}")]
+    Config(&'static str),
+    /// `prove` was given no circuits.
+    #[error("empty batch: no circuits to prove")]
+    EmptyBatch,
+    /// The circuit enforced no constraints of its own.
+    #[error("circuit has no constraints")]
+    NoConstraints,
+    /// The circuit's `synthesize` returned an error.
+    #[error("synthesis failed: {0}")]
+    Synthesis(#[from] SynthesisError),
+    /// A user circuit, or a worker running it, panicked; the message is kept when it was a string.
+    #[error("worker panicked: {0}")]
+    WorkerPanicked(String),
+    /// The proving thread is gone (it failed or the prover was dropped); the job was not proved.
+    #[error("pipeline closed: the proving thread is no longer running")]
+    PipelineClosed,
+    /// The backend (CPU kernels or GPU) failed on a partition.
+    #[error("backend failed: {0}")]
+    Backend(String),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = core::result::Result<T, Error>;

@@ -1,0 +1,25 @@
+//! pinprove proves Groth16 (BLS12-381) circuits with CPU synthesis and a throttled proving
+//! (GPU) thread, keeping the device busy without letting memory grow.
+//!
+//! - [`PinnedPool`]: host buffers (page-locked under the CUDA backend) reused by best fit,
+//!   prewarmed, capped, with [`shrink`](PinnedPool::shrink), [stats](PoolStats) and a counted,
+//!   logged fallback to heap memory.
+//! - [`PinnedAbcBuffers`]: the a/b/c vectors of one partition, checked out all-or-nothing.
+//! - [`Prover`]: rayon workers synthesize circuits straight into those buffers; one proving
+//!   thread per device consumes them through a bounded channel whose capacity
+//!   ([`Config::max_gpu_queue_depth`]) is the dispatch throttle.
+//! - [`groth16`]: keys, setup, proof assembly and verification, interoperable bit for bit with
+//!   bellperson 0.27 (conversions behind the `bellperson` feature).
+//!
+//! The CPU backend ([`backend::CpuBackend`]) always builds; it is the reference for the CUDA
+//! backend (feature `cuda`).
+#![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+mod abc;
+mod error;
+mod pool;
+
+pub use abc::{Element, PinnedAbcBuffers, PinnedVec};
+pub use error::{Error, Result};
+pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};

@@ -1,0 +1,3 @@
+//! The integration suite, one binary to keep link time down on small machines.
+
+mod pool;
