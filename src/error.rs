@@ -62,3 +62,17 @@ pub enum Error {
 
 /// `Result` with [`Error`].
 pub type Result<T> = core::result::Result<T, Error>;
+
+impl Error {
+    /// Turns a `catch_unwind` payload into [`Error::WorkerPanicked`], keeping a string message.
+    pub(crate) fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Self {
+        let msg = match payload.downcast::<String>() {
+            Ok(s) => *s,
+            Err(payload) => match payload.downcast::<&'static str>() {
+                Ok(s) => (*s).to_owned(),
+                Err(_) => "non-string panic payload".to_owned(),
+            },
+        };
+        Error::WorkerPanicked(msg)
+    }
+}

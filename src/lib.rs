@@ -17,9 +17,18 @@
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod abc;
+pub mod backend;
+pub mod domain;
 mod error;
+pub mod groth16;
+pub mod msm;
+mod pipeline;
 mod pool;
+pub mod synth;
+mod timings;
 
 pub use abc::{Element, PinnedAbcBuffers, PinnedVec};
 pub use error::{Error, Result};
+pub use pipeline::{Config, PendingProof, Prover};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
+pub use timings::PartitionTimings;

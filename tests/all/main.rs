@@ -1,3 +1,8 @@
 //! The integration suite, one binary to keep link time down on small machines.
+//! Oracle: bellperson 0.27 (setup, `create_proof`, `verify_proof`, `EvaluationDomain`).
 
+#[path = "../../examples/common/mod.rs"]
+mod circuits;
+mod pipeline;
 mod pool;
+mod prove;

@@ -1,0 +1,116 @@
+//! Keys and proofs: plain data in the layout bellperson's `Parameters` uses.
+
+use blstrs::{G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+
+use crate::error::{Error, Result};
+
+/// The verifying key: what a verifier needs besides the proof and public inputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyingKey {
+    /// α·G1.
+    pub alpha_g1: G1Affine,
+    /// β·G1.
+    pub beta_g1: G1Affine,
+    /// β·G2.
+    pub beta_g2: G2Affine,
+    /// γ·G2.
+    pub gamma_g2: G2Affine,
+    /// δ·G1.
+    pub delta_g1: G1Affine,
+    /// δ·G2.
+    pub delta_g2: G2Affine,
+    /// (β·Aᵢ(τ) + α·Bᵢ(τ) + Cᵢ(τ))/γ·G1 for each public input i, the constant one first.
+    pub ic: Vec<G1Affine>,
+}
+
+/// The proving key of one circuit shape.
+///
+/// Invariants (checked by [`ProvingKey::validate`]): `h.len() + 1` is the domain size m, a power
+/// of two; `l` has one point per aux variable; `a`, `b_g1`, `b_g2` hold only the variables with a
+/// nonzero A (resp. B) polynomial, inputs first, as bellperson's generator filters them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProvingKey {
+    /// The verifying key.
+    pub vk: VerifyingKey,
+    /// τⁱ·Z(τ)/δ·G1 for i in 0..m−1.
+    pub h: Vec<G1Affine>,
+    /// (β·Aᵢ(τ) + α·Bᵢ(τ) + Cᵢ(τ))/δ·G1 for each aux variable.
+    pub l: Vec<G1Affine>,
+    /// Aᵢ(τ)·G1 for each input, then each aux variable used in A.
+    pub a: Vec<G1Affine>,
+    /// Bᵢ(τ)·G1 for each input and aux variable used in B.
+    pub b_g1: Vec<G1Affine>,
+    /// Bᵢ(τ)·G2, likewise.
+    pub b_g2: Vec<G2Affine>,
+}
+
+impl ProvingKey {
+    /// Public inputs, the constant one included.
+    pub fn num_inputs(&self) -> usize {
+        self.vk.ic.len()
+    }
+
+    /// Auxiliary (private) variables.
+    pub fn num_aux(&self) -> usize {
+        self.l.len()
+    }
+
+    /// Domain size m: constraints plus inputs, rounded up to a power of two.
+    pub fn domain_size(&self) -> usize {
+        self.h.len() + 1
+    }
+
+    /// Bytes of one a/b/c buffer of a partition of this key (m scalars).
+    pub fn abc_buffer_bytes(&self) -> usize {
+        self.domain_size() * std::mem::size_of::<blstrs::Scalar>()
+    }
+
+    /// Checks the invariants a prover relies on.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] naming the first one that fails.
+    pub fn validate(&self) -> Result<()> {
+        let vars = self.num_inputs() + self.num_aux();
+        let fail = |reason| Err(Error::InvalidKey(reason));
+        if !self.domain_size().is_power_of_two() {
+            return fail("h query length + 1 is not a power of two");
+        }
+        if self.num_inputs() == 0 {
+            return fail("ic query is empty (it must hold at least the constant one)");
+        }
+        if self.a.len() < self.num_inputs() || self.a.len() > vars {
+            return fail("a query must hold every input and at most every variable");
+        }
+        if self.b_g1.len() != self.b_g2.len() || self.b_g1.len() > vars {
+            return fail("b_g1 and b_g2 queries differ in length or exceed the variables");
+        }
+        if bool::from(self.vk.delta_g1.is_identity() | self.vk.delta_g2.is_identity()) {
+            // A zero delta lets anyone forge proofs; bellperson refuses it too.
+            return fail("delta is the identity");
+        }
+        Ok(())
+    }
+}
+
+/// A Groth16 proof: A ∈ G1, B ∈ G2, C ∈ G1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proof {
+    /// A.
+    pub a: G1Affine,
+    /// B.
+    pub b: G2Affine,
+    /// C.
+    pub c: G1Affine,
+}
+
+impl Proof {
+    /// Compressed encoding A ‖ B ‖ C (48 + 96 + 48 bytes), as bellperson writes it.
+    pub fn to_bytes(&self) -> [u8; 192] {
+        let mut out = [0u8; 192];
+        out[..48].copy_from_slice(&self.a.to_compressed());
+        out[48..144].copy_from_slice(&self.b.to_compressed());
+        out[144..].copy_from_slice(&self.c.to_compressed());
+        out
+    }
+}

@@ -1,0 +1,15 @@
+//! Groth16 over BLS12-381, one module per protocol phase, with no backend code.
+//!
+//! Reference: J. Groth, "On the Size of Pairing-based Non-interactive Arguments", EUROCRYPT
+//! 2016, in the form bellperson 0.27 implements (src/groth16/), whose keys, proofs and
+//! verifier this crate interoperates with bit for bit.
+
+#[cfg(feature = "bellperson")]
+mod bellperson;
+pub mod generator;
+mod key;
+pub mod prover;
+pub mod verifier;
+
+pub use key::{Proof, ProvingKey, VerifyingKey};
+pub use verifier::{prepare_verifying_key, verify_proof, PreparedVerifyingKey};
