@@ -24,6 +24,11 @@ pub struct MimcChain {
 }
 
 impl MimcChain {
+    /// A chain with a public output and no unused variables: the benchmark circuit.
+    pub fn new(x0: u64, constants: &Arc<Vec<Scalar>>) -> Self {
+        MimcChain { x0: Scalar::from(x0), constants: Arc::clone(constants), public_output: true, unused: 0 }
+    }
+
     /// Constants for `rounds` rounds, derived from a fixed seed.
     pub fn constants(rounds: usize) -> Arc<Vec<Scalar>> {
         let mut k = Scalar::from(0x5eed_u64);

@@ -1,0 +1,64 @@
+//! Ours against the peer, in one run: the same circuits, key and r, s proved by pinprove's
+//! pipeline and by bellperson 0.27's `create_proof_batch`; proofs must be identical.
+//!
+//! ```text
+//! cargo run --release --features bellperson --example vs_bellperson -- [--lg-m 14] [--proofs 8]
+//! ```
+
+mod common;
+
+use std::time::Instant;
+
+use bellperson::groth16 as bp;
+use blstrs::{Bls12, Scalar};
+use common::MimcChain;
+use ff::Field;
+use pinprove::groth16::{Proof, ProvingKey};
+use pinprove::{Config, PartitionTimings, Prover};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let (mut lg_m, mut proofs) = (14u32, 8usize);
+    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
+        match flag.as_str() {
+            "--lg-m" => lg_m = value.parse()?,
+            "--proofs" => proofs = value.parse()?,
+            _ => return Err(format!("unknown flag {flag}; flags: --lg-m K --proofs N").into()),
+        }
+    }
+    let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
+    let circuit = |x0: u64| MimcChain::new(x0, &constants);
+    let mut rng = rand::thread_rng();
+    let params = bp::generate_random_parameters::<Bls12, _, _>(circuit(0), &mut rng)?;
+    let r: Vec<Scalar> = (0..proofs).map(|_| Scalar::random(&mut rng)).collect();
+    let s: Vec<Scalar> = (0..proofs).map(|_| Scalar::random(&mut rng)).collect();
+
+    let prover = Prover::new(ProvingKey::from(&params), Config::default())?;
+    let start = Instant::now();
+    let jobs = (0..proofs).map(|i| (circuit(i as u64), r[i], s[i])).collect();
+    let ours: Vec<Proof> = prover.prove_with_randomness(jobs)?.into_iter().collect::<Result<_, _>>()?;
+    let ours_wall = start.elapsed();
+    let total = PartitionTimings::total(&prover.take_timings());
+
+    let start = Instant::now();
+    let theirs = bp::create_proof_batch::<Bls12, _, _>((0..proofs as u64).map(circuit).collect(), &params, r, s)?;
+    let theirs_wall = start.elapsed();
+
+    let identical = ours.iter().zip(&theirs).all(|(a, b)| *a == Proof::from(b));
+    println!("{proofs} proofs of a 2^{lg_m} domain, same key and r, s; identical proofs: {identical}");
+    println!("  {:<28} {:>10} {:>10}", "", "wall s", "proofs/s");
+    for (name, wall) in [("pinprove (cpu backend)", ours_wall), ("bellperson create_proof_batch", theirs_wall)] {
+        println!("  {name:<28} {:>10.3} {:>10.2}", wall.as_secs_f64(), proofs as f64 / wall.as_secs_f64());
+    }
+    let n = proofs as u32;
+    println!(
+        "  pinprove per partition: synthesis {:.1} ms, h stage {:.1} ms, msm {:.1} ms",
+        total.synthesis.as_secs_f64() * 1e3 / n as f64,
+        total.ntt.as_secs_f64() * 1e3 / n as f64,
+        total.msm.as_secs_f64() * 1e3 / n as f64
+    );
+    if !identical {
+        return Err("proofs differ from bellperson's".into());
+    }
+    Ok(())
+}
