@@ -8,11 +8,11 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::MimcChain;
-use pinprove::groth16::{generator, prepare_verifying_key, verify_proof};
-use pinprove::{Config, PartitionTimings, Prover};
+use common::{report, MimcChain};
+use pinprove::groth16::{generator, prepare_verifying_key};
+use pinprove::{Config, Prover};
 
 struct Args {
     lg_m: u32,
@@ -73,64 +73,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         warm.alloc_time.as_secs_f64()
     );
 
-    let start = Instant::now();
-    let results = prover.prove((0..args.proofs as u64).map(circuit).collect())?;
-    let wall = start.elapsed();
-    let mut verified = 0;
-    for (x0, result) in results.into_iter().enumerate() {
-        let proof = result?;
-        if !verify_proof(&pvk, &proof, &circuit(x0 as u64).public_inputs())? {
-            return Err(format!("proof {x0} does not verify").into());
-        }
-        verified += 1;
-    }
-    let timings = prover.take_timings();
-    let total = PartitionTimings::total(&timings);
-    println!(
-        "  batch:                   {:>9.3} s  {:.2} proofs/s, {verified}/{} verified",
-        wall.as_secs_f64(),
-        args.proofs as f64 / wall.as_secs_f64(),
-        args.proofs
-    );
-    println!("  per partition             mean ms     max ms");
-    type Stage = fn(&PartitionTimings) -> Duration;
-    let stages: [(&str, Stage); 7] = [
-        ("synthesis", |t| t.synthesis),
-        ("queue wait", |t| t.queue_wait),
-        ("input wait", |t| t.input_wait),
-        ("h2d", |t| t.h2d),
-        ("ntt (h stage)", |t| t.ntt),
-        ("msm", |t| t.msm),
-        ("busy", |t| t.gpu_busy),
-    ];
-    for (name, stage) in stages {
-        let max = timings.iter().map(stage).max().unwrap_or_default();
-        let mean = stage(&total) / timings.len().max(1) as u32;
-        println!("    {name:<20} {:>10.2} {:>10.2}", ms(mean), ms(max));
-    }
-    println!(
-        "  proving thread busy:     {:>8.1} % of the batch's wall time",
-        100.0 * total.gpu_busy.as_secs_f64() / wall.as_secs_f64()
-    );
-    let s = prover.pool().stats();
-    println!(
-        "  pool: {} allocations, {} reuses, {} fallbacks; checkouts {} = checkins {}; peak {:.1} MiB held, {:.1} MiB in use; pinned: {}",
-        s.allocations,
-        s.reuses,
-        s.fallbacks,
-        s.checkouts,
-        s.checkins,
-        mib(s.peak_bytes_pinned),
-        mib(s.peak_bytes_in_use),
-        prover.pool().is_pinned()
-    );
+    report::run_batch(&prover, (0..args.proofs as u64).map(circuit).collect(), &pvk)?;
     Ok(())
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn mib(bytes: usize) -> f64 {
-    bytes as f64 / (1 << 20) as f64
 }

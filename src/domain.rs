@@ -16,19 +16,24 @@ use crate::error::{Error, Result};
 /// Below this many butterflies per block a stage is split across blocks, above it inside one.
 const PAR_BLOCK: usize = 1 << 10;
 
-/// A multiplicative subgroup of Fr of size m = 2^k, with the tables its transforms need.
-#[derive(Debug, Clone)]
-pub struct Domain {
-    lg_m: u32,
-    m_inv: Scalar,
-    /// ωⁱ for i in 0..m/2: the twiddle factors of every stage.
-    twiddles: Vec<Scalar>,
+/// The constants of a domain of size m = 2^k: its root of unity and the scalars of the h stage.
+/// Cheap to make; [`Domain`] adds the twiddle table the CPU transforms use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roots {
+    /// log₂ m.
+    pub lg_m: u32,
+    /// ω, a primitive m-th root of unity: Fr's 2-adic root raised to 2^(32−k).
+    pub omega: Scalar,
+    /// ω⁻¹.
+    pub omega_inv: Scalar,
+    /// m⁻¹.
+    pub m_inv: Scalar,
     /// (g^m − 1)⁻¹: one over Z(x) = x^m − 1 on the coset gH, where Z is constant.
-    z_inv_on_coset: Scalar,
+    pub z_inv_on_coset: Scalar,
 }
 
-impl Domain {
-    /// The smallest domain with at least `n` points.
+impl Roots {
+    /// The constants of the smallest domain with at least `n` points.
     ///
     /// # Errors
     /// [`Error::Shape`] when `n` exceeds 2^32, Fr's largest power-of-two subgroup.
@@ -38,26 +43,56 @@ impl Domain {
         if lg_m > Scalar::S || !m.is_power_of_two() {
             return Err(Error::Shape { what: "domain size (at most 2^32)", expected: 1 << Scalar::S, got: n });
         }
-        let mut omega = Scalar::ROOT_OF_UNITY;
-        for _ in lg_m..Scalar::S {
-            omega = omega.square();
-        }
-        let m_inv = Scalar::from(m as u64).invert().expect("m is nonzero in Fr");
+        let omega = (lg_m..Scalar::S).fold(Scalar::ROOT_OF_UNITY, |w, _| w.square());
         let g_m = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([m as u64]);
-        let z_inv_on_coset = (g_m - Scalar::ONE).invert().expect("g is not an m-th root of unity");
-        let mut twiddles = vec![Scalar::ZERO; m / 2];
-        fill_powers(&mut twiddles, omega, Scalar::ONE);
-        Ok(Domain { lg_m, m_inv, twiddles, z_inv_on_coset })
+        Ok(Roots {
+            lg_m,
+            omega,
+            omega_inv: omega.invert().expect("a root of unity is nonzero"),
+            m_inv: Scalar::from(m as u64).invert().expect("m is nonzero in Fr"),
+            z_inv_on_coset: (g_m - Scalar::ONE).invert().expect("g is not an m-th root of unity"),
+        })
+    }
+
+    /// g, the coset generator: Fr's multiplicative generator (7).
+    pub fn g() -> Scalar {
+        Scalar::MULTIPLICATIVE_GENERATOR
+    }
+
+    /// g⁻¹.
+    pub fn g_inv() -> Scalar {
+        Scalar::MULTIPLICATIVE_GENERATOR.invert().expect("g is nonzero")
+    }
+}
+
+/// A multiplicative subgroup of Fr of size m = 2^k, with the tables its transforms need.
+#[derive(Debug, Clone)]
+pub struct Domain {
+    roots: Roots,
+    /// ωⁱ for i in 0..m/2: the twiddle factors of every stage.
+    twiddles: Vec<Scalar>,
+}
+
+impl Domain {
+    /// The smallest domain with at least `n` points.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when `n` exceeds 2^32, Fr's largest power-of-two subgroup.
+    pub fn new(n: usize) -> Result<Self> {
+        let roots = Roots::new(n)?;
+        let mut twiddles = vec![Scalar::ZERO; (1 << roots.lg_m) / 2];
+        fill_powers(&mut twiddles, roots.omega, Scalar::ONE);
+        Ok(Domain { roots, twiddles })
+    }
+
+    /// The domain's constants.
+    pub fn roots(&self) -> &Roots {
+        &self.roots
     }
 
     /// Number of points, m.
     pub fn size(&self) -> usize {
-        1 << self.lg_m
-    }
-
-    /// log₂ m.
-    pub fn lg_size(&self) -> u32 {
-        self.lg_m
+        1 << self.roots.lg_m
     }
 
     fn check_len(&self, v: &[Scalar]) {
@@ -70,7 +105,7 @@ impl Domain {
     /// If `v.len()` is not the domain size.
     pub fn ntt(&self, v: &mut [Scalar]) {
         self.check_len(v);
-        bit_reverse(v, self.lg_m);
+        bit_reverse(v, self.roots.lg_m);
         let m = v.len();
         let mut half = 1;
         while half < m {
@@ -104,7 +139,7 @@ impl Domain {
     pub fn intt(&self, v: &mut [Scalar]) {
         self.ntt(v);
         v[1..].reverse();
-        let m_inv = self.m_inv;
+        let m_inv = self.roots.m_inv;
         v.par_iter_mut().with_min_len(PAR_BLOCK).for_each(|x| *x *= m_inv);
     }
 
@@ -114,7 +149,7 @@ impl Domain {
     /// If `v.len()` is not the domain size.
     pub fn coset_ntt(&self, v: &mut [Scalar]) {
         self.check_len(v);
-        distribute_powers(v, Scalar::MULTIPLICATIVE_GENERATOR);
+        distribute_powers(v, Roots::g());
         self.ntt(v);
     }
 
@@ -124,8 +159,7 @@ impl Domain {
     /// If `v.len()` is not the domain size.
     pub fn icoset_ntt(&self, v: &mut [Scalar]) {
         self.intt(v);
-        let g_inv = Scalar::MULTIPLICATIVE_GENERATOR.invert().expect("g is nonzero");
-        distribute_powers(v, g_inv);
+        distribute_powers(v, Roots::g_inv());
     }
 
     /// The h stage of Groth16: from the evaluations a, b, c of one partition (each of length m)
@@ -136,7 +170,7 @@ impl Domain {
     /// If a slice's length is not the domain size.
     pub fn compute_h(&self, a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
         rayon::join(|| self.to_coset(a), || rayon::join(|| self.to_coset(b), || self.to_coset(c)));
-        let z_inv = self.z_inv_on_coset;
+        let z_inv = self.roots.z_inv_on_coset;
         a.par_iter_mut()
             .zip(b.par_iter())
             .zip(c.par_iter())

@@ -55,6 +55,20 @@ pub enum Error {
     /// The proving thread is gone (it failed or the prover was dropped); the job was not proved.
     #[error("pipeline closed: the proving thread is no longer running")]
     PipelineClosed,
+    /// A CUDA driver call failed.
+    #[error("CUDA error {code}: {msg}")]
+    Cuda {
+        /// The driver's `CUresult`.
+        code: i32,
+        /// The driver's description.
+        msg: String,
+    },
+    /// There is no CUDA device with this ordinal (or no CUDA device at all).
+    #[error("no CUDA device {id}")]
+    NoDevice {
+        /// The ordinal asked for.
+        id: u32,
+    },
     /// The backend (CPU kernels or GPU) failed on a partition.
     #[error("backend failed: {0}")]
     Backend(String),

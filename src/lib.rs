@@ -31,4 +31,4 @@ pub use abc::{Element, PinnedAbcBuffers, PinnedVec};
 pub use error::{Error, Result};
 pub use pipeline::{Config, PendingProof, Prover};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
-pub use timings::PartitionTimings;
+pub use timings::{NttSteps, PartitionTimings};

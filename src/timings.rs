@@ -19,16 +19,46 @@ pub struct PartitionTimings {
     /// How long the proving thread sat idle waiting for this partition (the source system's
     /// barrier_wait): time the device had no work.
     pub input_wait: Duration,
-    /// Host-to-device copies of a/b/c.
+    /// Waiting for the device's lock (the source system's mutex_wait): nonzero only when
+    /// several proving threads share one device.
+    pub gpu_lock_wait: Duration,
+    /// Holding the device's lock (mutex_held): copies and kernels of this partition.
+    pub gpu_lock_held: Duration,
+    /// Host-to-device copies of a/b/c (device events).
     pub h2d: Duration,
-    /// The h stage: NTTs and the pointwise (a·b − c)/Z.
+    /// The h stage: NTTs and the pointwise (a·b − c)/Z; on a device, the sum of `ntt_steps`.
     pub ntt: Duration,
+    /// The h stage step by step (device events; zero on the CPU backend).
+    pub ntt_steps: NttSteps,
+    /// Device-to-host copy of h (device events).
+    pub d2h: Duration,
     /// The multi-scalar multiplications.
     pub msm: Duration,
     /// Wall time the proving thread spent on this partition, all stages and checkin included.
     pub gpu_busy: Duration,
-    /// Whether a/b/c were pinned (false for the CPU backend's heap pool and for fallbacks).
+    /// Whether a/b/c were pinned (false for the CPU backend's heap pool and for fallbacks; the
+    /// CUDA backend copies such partitions through its pinned staging buffers).
     pub pinned: bool,
+}
+
+/// The steps of the h stage on a device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NttSteps {
+    /// iNTT of a, b, c and their shift to the coset gH (×gⁱ/m).
+    pub intt: Duration,
+    /// NTT of a, b, c on the coset.
+    pub coset_ntt: Duration,
+    /// a·b − c, times 1/Z.
+    pub quotient: Duration,
+    /// iNTT back to coefficients and the shift back (×g⁻ⁱ/m).
+    pub coset_intt: Duration,
+}
+
+impl NttSteps {
+    /// The sum of the steps.
+    pub fn total(&self) -> Duration {
+        self.intt + self.coset_ntt + self.quotient + self.coset_intt
+    }
 }
 
 impl PartitionTimings {
@@ -39,8 +69,17 @@ impl PartitionTimings {
             synthesis: acc.synthesis + t.synthesis,
             queue_wait: acc.queue_wait + t.queue_wait,
             input_wait: acc.input_wait + t.input_wait,
+            gpu_lock_wait: acc.gpu_lock_wait + t.gpu_lock_wait,
+            gpu_lock_held: acc.gpu_lock_held + t.gpu_lock_held,
             h2d: acc.h2d + t.h2d,
             ntt: acc.ntt + t.ntt,
+            ntt_steps: NttSteps {
+                intt: acc.ntt_steps.intt + t.ntt_steps.intt,
+                coset_ntt: acc.ntt_steps.coset_ntt + t.ntt_steps.coset_ntt,
+                quotient: acc.ntt_steps.quotient + t.ntt_steps.quotient,
+                coset_intt: acc.ntt_steps.coset_intt + t.ntt_steps.coset_intt,
+            },
+            d2h: acc.d2h + t.d2h,
             msm: acc.msm + t.msm,
             gpu_busy: acc.gpu_busy + t.gpu_busy,
             pinned: acc.pinned || t.pinned,

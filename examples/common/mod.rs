@@ -2,6 +2,8 @@
 //! they stay out of the library).
 #![allow(dead_code)]
 
+pub mod report;
+
 use std::sync::Arc;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
