@@ -3,6 +3,8 @@
 //! trait.
 
 mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 pub use cpu::CpuBackend;
 

@@ -3,6 +3,8 @@
 
 #[path = "../../examples/common/mod.rs"]
 mod circuits;
+#[cfg(feature = "cuda")]
+mod cuda;
 mod pipeline;
 mod pool;
 mod prove;
