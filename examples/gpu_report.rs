@@ -1,0 +1,113 @@
+//! The CUDA backend measured on its device, each figure beside its reference in one run:
+//! H2D bandwidth from pinned pool buffers against pageable memory, NTT time per size against
+//! the data-movement bound, and the pipeline on the GPU against the CPU backend.
+//!
+//! ```text
+//! cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] [--max-lg-ntt 26]
+//! ```
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use common::{report, MimcChain};
+use ff::Field;
+use pinprove::backend::cuda::{self, CudaBackend, CudaDevice, Transform};
+use pinprove::groth16::{generator, prepare_verifying_key};
+use pinprove::{Config, PinnedPool, PinnedVec, PoolConfig, Prover};
+use rayon::prelude::*;
+
+/// Device memory bandwidth measured on the H200 (device-to-device copy, bytes read + written).
+const DEVICE_BYTES_PER_S: f64 = 4.3e12;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let mut args = std::env::args().skip(1);
+    let (mut lg_m, mut proofs, mut max_lg_ntt) = (16u32, 32usize, 26u32);
+    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
+        match flag.as_str() {
+            "--lg-m" => lg_m = value.parse()?,
+            "--proofs" => proofs = value.parse()?,
+            "--max-lg-ntt" => max_lg_ntt = value.parse()?,
+            _ => return Err(format!("unknown flag {flag}; flags: --lg-m K --proofs N --max-lg-ntt K").into()),
+        }
+    }
+    let device = CudaDevice::open(0)?;
+    println!("pinprove gpu_report on {} (device 0)", device.name()?);
+    let mut gpu = device.backend()?;
+
+    h2d(&device, &mut gpu)?;
+    ntt(&mut gpu, max_lg_ntt)?;
+    drop(gpu);
+    pipeline(lg_m, proofs)
+}
+
+/// Pinned vs pageable H2D, best of five copies each.
+fn h2d(device: &CudaDevice, gpu: &mut CudaBackend) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\nH2D bandwidth (best of 5)            pinned pool buffer   pageable Vec");
+    let pool = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
+    for lg in [21u32, 25, 27] {
+        let n = 1usize << lg;
+        let mut pinned = PinnedVec::<Scalar>::checkout(&pool, n)?;
+        pinned.resize(n, Scalar::ONE)?;
+        let pageable = vec![Scalar::ONE; n];
+        let mut best = |src: &[Scalar]| -> Result<f64, pinprove::Error> {
+            let mut t = Duration::MAX;
+            for _ in 0..5 {
+                t = t.min(gpu.time_h2d(src)?);
+            }
+            Ok((n * 32) as f64 / t.as_secs_f64() / 1e9)
+        };
+        let (p, q) = (best(&pinned)?, best(&pageable)?);
+        println!("  {:>6} MiB                        {p:>12.1} GB/s {q:>12.1} GB/s", (n * 32) >> 20);
+    }
+    let s = pool.stats();
+    println!("  pinning: {} allocations, {:.3} s in cuMemHostAlloc", s.allocations, s.alloc_time.as_secs_f64());
+    Ok(())
+}
+
+/// Forward NTT device time per size (median of 3 after a warm-up) against the bound of one
+/// read and one write of the vector at device bandwidth.
+fn ntt(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\nNTT on the device (forward, median of 3)   time ms   bound ms   time/bound");
+    for lg in (16..=max_lg).step_by(2) {
+        let n = 1usize << lg;
+        let mut v: Vec<Scalar> = (0..n).into_par_iter().map(|i| Scalar::from(i as u64 + 1).square()).collect();
+        gpu.transform(&mut v, Transform::Ntt)?; // warm-up: tables and buffers of this size
+        let mut times: Vec<Duration> =
+            (0..3).map(|_| gpu.transform(&mut v, Transform::Ntt)).collect::<Result<_, _>>()?;
+        times.sort();
+        let bound = (2 * 32 * n) as f64 / DEVICE_BYTES_PER_S;
+        let t = times[1].as_secs_f64();
+        println!(
+            "  2^{lg:<2}                                   {:>9.3} {:>10.3} {:>11.1}",
+            t * 1e3,
+            bound * 1e3,
+            t / bound
+        );
+    }
+    Ok(())
+}
+
+/// The same batch through the CUDA backend and the CPU backend.
+fn pipeline(lg_m: u32, proofs: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
+    let circuits = || (0..proofs as u64).map(|x0| MimcChain::new(x0, &constants)).collect::<Vec<_>>();
+    let start = Instant::now();
+    let key = generator::generate_random_parameters(MimcChain::new(0, &constants), &mut rand::thread_rng())?;
+    println!("\npipeline: {proofs} proofs of a 2^{lg_m} domain (setup {:.1} s)", start.elapsed().as_secs_f64());
+    let pvk = prepare_verifying_key(&key.vk);
+    let config = Config::default();
+    println!(
+        " cuda backend, pinned pool, {} synthesis threads, depth {}",
+        config.synthesis_threads, config.max_gpu_queue_depth
+    );
+    let gpu = cuda::prover(key.clone(), config, &[0])?;
+    report::run_batch(&gpu, circuits(), &pvk)?;
+    drop(gpu);
+    println!(" cpu backend, same batch");
+    let cpu = Prover::new(key, config)?;
+    report::run_batch(&cpu, circuits(), &pvk)?;
+    Ok(())
+}
