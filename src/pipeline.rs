@@ -14,9 +14,17 @@
 //!
 //! Nothing is lost on any path: a failing or panicking circuit answers its own job with an
 //! error, its buffers are back in the pool before the answer is sent, and the other jobs go on.
+//! A backend that returns an error fails that partition only. A backend that *panics* retires
+//! its proving thread, since a device in an unknown state cannot be trusted with the next
+//! partition; when no proving thread is left the prover is [failed](Prover::is_failed): the
+//! last one stays behind only to answer every queued and later job with
+//! [`Error::PipelineClosed`] (a bounded crossbeam channel keeps queued messages, and their
+//! buffers, when its receivers go away; see crossbeam-rs/crossbeam#1102). A failed prover
+//! does not restart: build a new one. Dropping a prover answers the jobs not yet proved with
+//! `PipelineClosed` and waits only for the partitions already on a device.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -69,6 +77,33 @@ struct Partition {
     timings: PartitionTimings,
     sent_at: Instant,
     reply: Sender<Result<Proof>>,
+}
+
+impl Partition {
+    /// Answers the job unproved; the buffers go back first.
+    fn close(self) {
+        let Partition { witness, reply, .. } = self;
+        drop(witness);
+        let _ = reply.send(Err(Error::PipelineClosed));
+    }
+}
+
+/// What the prover's handle, its workers and its proving threads share.
+#[derive(Debug, Default)]
+struct Shared {
+    timings: Mutex<Vec<PartitionTimings>>,
+    /// Set by `Drop`: jobs not yet proved are answered `PipelineClosed`.
+    closing: AtomicBool,
+    /// Set when the last proving thread retired: nothing can be proved any more.
+    failed: AtomicBool,
+    /// Proving threads still serving.
+    serving: AtomicUsize,
+}
+
+impl Shared {
+    fn stopped(&self) -> bool {
+        self.closing.load(Ordering::Acquire) || self.failed.load(Ordering::Acquire)
+    }
 }
 
 /// The answer to one submitted job, to be waited for.
@@ -134,7 +169,7 @@ pub struct Prover {
     jobs: Option<Sender<Partition>>,
     proving_threads: Vec<JoinHandle<()>>,
     backend: &'static str,
-    timings: Arc<Mutex<Vec<PartitionTimings>>>,
+    shared: Arc<Shared>,
     next_job: AtomicU64,
     max_in_flight: usize,
 }
@@ -166,7 +201,7 @@ impl Prover {
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for zero threads or no
-    /// factory; the first error a factory returns; a prewarm allocation failure.
+    /// factory; the first error a factory returns.
     pub fn with_backends<B, F>(
         key: impl Into<Arc<ProvingKey>>,
         config: Config,
@@ -186,21 +221,21 @@ impl Prover {
             return Err(Error::Config("at least one backend is needed"));
         }
         let max_in_flight = config.synthesis_threads + config.max_gpu_queue_depth + factories.len();
-        prewarm(&pool, &key, config.prewarm_partitions.unwrap_or(max_in_flight))?;
+        prewarm(&pool, &key, config.prewarm_partitions.unwrap_or(max_in_flight));
 
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth);
-        let timings = Arc::new(Mutex::new(Vec::new()));
+        let shared = Arc::new(Shared { serving: AtomicUsize::new(factories.len()), ..Shared::default() });
         let mut proving_threads = Vec::with_capacity(factories.len());
         let mut backend = "";
         for (i, factory) in factories.into_iter().enumerate() {
             let (started, start_result) = crossbeam_channel::bounded(1);
-            let (key, queue, timings) = (Arc::clone(&key), queue.clone(), Arc::clone(&timings));
+            let (key, queue, shared) = (Arc::clone(&key), queue.clone(), Arc::clone(&shared));
             let thread = std::thread::Builder::new()
                 .name(format!("pinprove-gpu-{i}"))
                 .spawn(move || match factory(&key) {
                     Ok(backend) => {
                         let _ = started.send(Ok(backend.name()));
-                        proving_loop(backend, &key, &queue, &timings);
+                        proving_loop(backend, &key, &queue, &shared);
                     }
                     Err(e) => {
                         let _ = started.send(Err(e));
@@ -223,7 +258,7 @@ impl Prover {
             jobs: Some(jobs),
             proving_threads,
             backend,
-            timings,
+            shared,
             next_job: AtomicU64::new(0),
             max_in_flight,
         })
@@ -265,8 +300,11 @@ impl Prover {
         let job = self.next_job.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = crossbeam_channel::bounded(1);
         let jobs = self.jobs.clone().expect("the channel lives as long as the prover");
-        let (key, pool) = (Arc::clone(&self.key), self.pool.clone());
+        let (key, pool, shared) = (Arc::clone(&self.key), self.pool.clone(), Arc::clone(&self.shared));
         self.synthesis.spawn(move || {
+            if shared.stopped() {
+                return drop(reply.send(Err(Error::PipelineClosed)));
+            }
             let start = Instant::now();
             let witness = match catch_unwind(AssertUnwindSafe(|| synthesize(circuit, &key, &pool))) {
                 Ok(Ok(witness)) => witness,
@@ -282,9 +320,7 @@ impl Prover {
             };
             let partition = Partition { witness, r, s, timings, sent_at: Instant::now(), reply };
             if let Err(SendError(partition)) = jobs.send(partition) {
-                let Partition { witness, reply, .. } = partition;
-                drop(witness);
-                let _ = reply.send(Err(Error::PipelineClosed));
+                partition.close();
             }
         });
         PendingProof { job, reply: answer }
@@ -292,7 +328,13 @@ impl Prover {
 
     /// Timings of the partitions proved since the last call, in completion order.
     pub fn take_timings(&self) -> Vec<PartitionTimings> {
-        std::mem::take(&mut *self.timings.lock())
+        std::mem::take(&mut *self.shared.timings.lock())
+    }
+
+    /// Whether every proving thread has retired after a backend panic: every job is now
+    /// answered [`Error::PipelineClosed`], and a new prover is needed.
+    pub fn is_failed(&self) -> bool {
+        self.shared.failed.load(Ordering::Acquire)
     }
 
     /// The a/b/c pool, for its [`stats`](PinnedPool::stats) or [`shrink`](PinnedPool::shrink).
@@ -318,9 +360,10 @@ impl Prover {
 }
 
 impl Drop for Prover {
-    /// Closes the channel and waits for the proving threads: jobs already submitted are still
-    /// proved and answered.
+    /// Answers the jobs not yet proved with [`Error::PipelineClosed`], closes the channel and
+    /// waits for the proving threads, which finish only the partitions already on a device.
     fn drop(&mut self) {
+        self.shared.closing.store(true, Ordering::Release);
         self.jobs = None;
         for thread in self.proving_threads.drain(..) {
             if thread.join().is_err() {
@@ -330,25 +373,30 @@ impl Drop for Prover {
     }
 }
 
-/// Allocates up to `partitions` a/b/c triples, as many as the pool's cap allows.
-fn prewarm(pool: &PinnedPool, key: &ProvingKey, partitions: usize) -> Result<()> {
+/// Allocates up to `partitions` a/b/c triples, as many as the pool's cap allows. A failing
+/// allocation ends the prewarm with a warning, not the prover: checkouts fall back instead.
+fn prewarm(pool: &PinnedPool, key: &ProvingKey, partitions: usize) {
     let bytes = key.abc_buffer_bytes();
     let fits = pool.config().max_bytes.saturating_sub(pool.stats().bytes_pinned) / (3 * bytes);
     if fits < partitions {
         log::warn!("pool cap allows prewarming {fits} of {partitions} a/b/c triples of {bytes} bytes");
     }
-    pool.prewarm(3 * partitions.min(fits), bytes)
+    if let Err(e) = pool.prewarm(3 * partitions.min(fits), bytes) {
+        log::warn!("prewarm stopped at {} buffers: {e}", pool.stats().allocations);
+    }
 }
 
-/// The proving thread: one partition at a time until every sender is gone.
-fn proving_loop<B: Backend>(
-    mut backend: B,
-    key: &ProvingKey,
-    queue: &Receiver<Partition>,
-    timings: &Mutex<Vec<PartitionTimings>>,
-) {
+/// The proving thread: one partition at a time until every sender is gone, or until the
+/// backend panics (see the module docs).
+fn proving_loop<B: Backend>(mut backend: B, key: &ProvingKey, queue: &Receiver<Partition>, shared: &Shared) {
     let mut idle_since = Instant::now();
-    for Partition { mut witness, r, s, timings: mut t, sent_at, reply } in queue.iter() {
+    let mut retired = false;
+    for partition in queue.iter() {
+        if shared.stopped() {
+            partition.close();
+            continue;
+        }
+        let Partition { mut witness, r, s, timings: mut t, sent_at, reply } = partition;
         let start = Instant::now();
         t.queue_wait = start - sent_at;
         t.input_wait = start - idle_since;
@@ -357,12 +405,28 @@ fn proving_loop<B: Backend>(
             let sums = backend.msm(key, &witness, &mut t)?;
             Ok(assemble(&key.vk, &sums, r, s))
         }))
-        .unwrap_or_else(|panic| Err(Error::from_panic(panic)));
+        .unwrap_or_else(|panic| {
+            retired = true;
+            Err(Error::from_panic(panic))
+        });
         // Buffers go back before the caller hears, so a finished batch sees a balanced pool.
         drop(witness);
         t.gpu_busy = start.elapsed();
-        timings.lock().push(t);
+        shared.timings.lock().push(t);
         let _ = reply.send(result);
+        if retired {
+            break;
+        }
         idle_since = Instant::now();
+    }
+    drop(backend);
+    if retired {
+        log::error!("a pinprove proving thread retired after its backend panicked");
+        if shared.serving.fetch_sub(1, Ordering::AcqRel) == 1 {
+            shared.failed.store(true, Ordering::Release);
+            log::error!("no proving thread left: the prover has failed; queued and later jobs are closed");
+            // Stay until every sender is gone, answering whatever still arrives.
+            queue.iter().for_each(Partition::close);
+        }
     }
 }

@@ -77,6 +77,8 @@ pub struct PoolStats {
     pub peak_bytes_in_use: usize,
     /// Bytes of heap fallback buffers checked out now.
     pub fallback_bytes_in_use: usize,
+    /// Highest `bytes_in_use + fallback_bytes_in_use` so far: the most host memory a/b/c took.
+    pub peak_bytes_checked_out: usize,
     /// Buffers on the free list now.
     pub free_buffers: usize,
     /// Wall time spent in the allocator's `alloc` (pinning, for a pinning allocator).
@@ -265,6 +267,7 @@ impl PinnedPool {
             st.stats.fallbacks += N as u64;
             st.stats.checkouts += N as u64;
             st.stats.fallback_bytes_in_use += requests.iter().sum::<usize>();
+            st.note_peaks();
             if !st.falling_back {
                 st.falling_back = true;
                 log::warn!(
@@ -338,7 +341,7 @@ impl Shared {
         st.stats.reuses += reused;
         st.stats.checkouts += N as u64;
         st.stats.bytes_in_use += blocks.iter().map(|b| b.capacity).sum::<usize>();
-        st.stats.peak_bytes_in_use = st.stats.peak_bytes_in_use.max(st.stats.bytes_in_use);
+        st.note_peaks();
         st.falling_back = false;
         Some(blocks)
     }
@@ -385,6 +388,12 @@ impl State {
         }
         self.free_bytes -= cap;
         Some(block)
+    }
+
+    fn note_peaks(&mut self) {
+        let s = &mut self.stats;
+        s.peak_bytes_in_use = s.peak_bytes_in_use.max(s.bytes_in_use);
+        s.peak_bytes_checked_out = s.peak_bytes_checked_out.max(s.bytes_in_use + s.fallback_bytes_in_use);
     }
 
     fn pop_largest_free(&mut self) -> Option<Block> {

@@ -5,6 +5,7 @@
 mod circuits;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod faults;
 mod pipeline;
 mod pool;
 mod prove;

@@ -123,43 +123,6 @@ fn failing_and_panicking_circuits_answer_their_own_jobs_and_the_rest_prove() {
     assert_balanced(&prover);
 }
 
-/// Fails (Err) on the k-th partition it sees and panics on the next.
-struct Flaky {
-    inner: CpuBackend,
-    seen: usize,
-    k: usize,
-}
-
-impl Backend for Flaky {
-    fn name(&self) -> &'static str {
-        "flaky-cpu"
-    }
-    fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
-        self.seen += 1;
-        if self.seen == self.k {
-            return Err(Error::Backend("injected device fault".into()));
-        }
-        assert!(self.seen != self.k + 1, "injected backend panic");
-        self.inner.h(key, w, t)
-    }
-    fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
-        self.inner.msm(key, w, t)
-    }
-}
-
-#[test]
-fn a_failing_or_panicking_backend_fails_only_its_partition() {
-    let factory = |_: &ProvingKey| Ok(Flaky { inner: CpuBackend::new(), seen: 0, k: 2 });
-    // One synthesis thread and a rendezvous channel: partitions reach the backend in order.
-    let prover =
-        Prover::with_backends(key(5), config(1, 0), PinnedPool::new(PoolConfig::default()), vec![factory]).unwrap();
-    let results = prover.prove((0..4).map(|i| chain(5, i, true)).collect()).unwrap();
-    assert!(results[0].is_ok() && results[3].is_ok());
-    assert!(matches!(&results[1], Err(Error::Backend(m)) if m == "injected device fault"));
-    assert!(matches!(&results[2], Err(Error::WorkerPanicked(m)) if m == "injected backend panic"));
-    assert_balanced(&prover);
-}
-
 #[test]
 fn a_full_channel_with_the_cpu_backend_does_not_deadlock() {
     // Synthesis workers block in `send` while the proving thread's kernels use the global rayon
