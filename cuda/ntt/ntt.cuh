@@ -45,14 +45,19 @@ __device__ __forceinline__ void bit_reverse(fr_t* d_x, uint32_t lg_n)
 
 // Stages 1..lg_block of a size-2^lg_n DIT transform: each block owns 2^lg_block contiguous
 // elements (after bit reversal, the early stages never mix blocks). blockDim = 2^(lg_block-1).
-// tw[e] = w^e for e < 2^(lg_n-1).
+// tw[e] = w^e for e < 2^(lg_n-1). Every twiddle of these stages is a power of the
+// 2^lg_block-th root, w^(j << (lg_n - lg_block)) for j < blockDim: the block stages them in
+// shared memory once, so no stage waits on a global load.
 __device__ __forceinline__ void ntt_block(fr_t* d_x, uint32_t lg_n, uint32_t lg_block, const fr_t* tw)
 {
     // Raw words: a __shared__ array of fr_t would need a (forbidden) dynamic initialiser.
     __shared__ __align__(16) uint32_t s_words[(sizeof(fr_t) / sizeof(uint32_t)) << LG_BLOCK];
+    __shared__ __align__(16) uint32_t s_tw_words[(sizeof(fr_t) / sizeof(uint32_t)) << (LG_BLOCK - 1)];
     fr_t* s_x = reinterpret_cast<fr_t*>(s_words);
+    fr_t* s_tw = reinterpret_cast<fr_t*>(s_tw_words);
     const uint32_t t = threadIdx.x;
     fr_t* x = d_x + ((size_t)blockIdx.x << lg_block);
+    s_tw[t] = tw[(size_t)t << (lg_n - lg_block)];
     s_x[t] = x[t];
     s_x[t + blockDim.x] = x[t + blockDim.x];
     __syncthreads();
@@ -60,7 +65,7 @@ __device__ __forceinline__ void ntt_block(fr_t* d_x, uint32_t lg_n, uint32_t lg_
         const uint32_t half = 1u << (s - 1);
         const uint32_t p = t & (half - 1);
         const uint32_t i0 = ((t >> (s - 1)) << s) | p;
-        fr_t v = s_x[i0 + half] * tw[p << (lg_n - s)];
+        fr_t v = s_x[i0 + half] * s_tw[p << (lg_block - s)];
         fr_t u = s_x[i0];
         s_x[i0] = u + v;
         s_x[i0 + half] = u - v;
