@@ -1,17 +1,19 @@
 //! The CUDA backend measured on its device, each figure beside its reference in one run:
 //! H2D bandwidth from pinned pool buffers against pageable memory, NTT time per size against
-//! the data-movement bound, and the pipeline on the GPU against the CPU backend.
+//! the data-movement bound, the pipeline on the GPU against the CPU backend, and the pacing
+//! study (queue depth against busy time and memory) on the CUDA backend.
 //!
 //! ```text
-//! cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] [--max-lg-ntt 26]
+//! cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] [--max-lg-ntt 26] [--pacing-jobs 32]
 //! ```
+//! `--proofs 0` stops after the bandwidth and NTT sections.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
-use common::{report, MimcChain};
+use common::{pacing, report, MimcChain};
 use ff::Field;
 use pinprove::backend::cuda::{self, CudaBackend, CudaDevice, Transform};
 use pinprove::groth16::{generator, prepare_verifying_key};
@@ -24,13 +26,18 @@ const DEVICE_BYTES_PER_S: f64 = 4.3e12;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let mut args = std::env::args().skip(1);
-    let (mut lg_m, mut proofs, mut max_lg_ntt) = (16u32, 32usize, 26u32);
+    let (mut lg_m, mut proofs, mut max_lg_ntt, mut pacing_jobs) = (16u32, 32usize, 26u32, 32u64);
     while let (Some(flag), Some(value)) = (args.next(), args.next()) {
         match flag.as_str() {
             "--lg-m" => lg_m = value.parse()?,
             "--proofs" => proofs = value.parse()?,
             "--max-lg-ntt" => max_lg_ntt = value.parse()?,
-            _ => return Err(format!("unknown flag {flag}; flags: --lg-m K --proofs N --max-lg-ntt K").into()),
+            "--pacing-jobs" => pacing_jobs = value.parse()?,
+            _ => {
+                return Err(
+                    format!("unknown flag {flag}; flags: --lg-m K --proofs N --max-lg-ntt K --pacing-jobs N").into()
+                )
+            }
         }
     }
     let device = CudaDevice::open(0)?;
@@ -40,7 +47,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     h2d(&device, &mut gpu)?;
     ntt(&mut gpu, max_lg_ntt)?;
     drop(gpu);
-    pipeline(lg_m, proofs)
+    if proofs == 0 {
+        return Ok(());
+    }
+    pipeline(lg_m, proofs, pacing_jobs)
 }
 
 /// Pinned vs pageable H2D, best of five copies each.
@@ -90,8 +100,8 @@ fn ntt(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Err
     Ok(())
 }
 
-/// The same batch through the CUDA backend and the CPU backend.
-fn pipeline(lg_m: u32, proofs: usize) -> Result<(), Box<dyn std::error::Error>> {
+/// The same batch through the CUDA backend and the CPU backend, then the pacing study.
+fn pipeline(lg_m: u32, proofs: usize, pacing_jobs: u64) -> Result<(), Box<dyn std::error::Error>> {
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
     let circuits = || (0..proofs as u64).map(|x0| MimcChain::new(x0, &constants)).collect::<Vec<_>>();
     let start = Instant::now();
@@ -107,7 +117,14 @@ fn pipeline(lg_m: u32, proofs: usize) -> Result<(), Box<dyn std::error::Error>> 
     report::run_batch(&gpu, circuits(), &pvk)?;
     drop(gpu);
     println!(" cpu backend, same batch");
-    let cpu = Prover::new(key, config)?;
+    let cpu = Prover::new(key.clone(), config)?;
     report::run_batch(&cpu, circuits(), &pvk)?;
+    drop(cpu);
+    println!(
+        "\npacing study, cuda backend: {pacing_jobs} proofs of a 2^{lg_m} domain, {} synthesis threads",
+        config.synthesis_threads
+    );
+    let key = std::sync::Arc::new(key);
+    pacing::study(pacing_jobs, &constants, config, &|config| cuda::prover(key.clone(), config, &[0]))?;
     Ok(())
 }
