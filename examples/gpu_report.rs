@@ -13,6 +13,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
+use common::flags::Flags;
 use common::{pacing, report, MimcChain};
 use ff::Field;
 use pinprove::backend::cuda::{self, CudaBackend, CudaDevice, Transform};
@@ -25,21 +26,9 @@ const DEVICE_BYTES_PER_S: f64 = 4.3e12;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let mut args = std::env::args().skip(1);
-    let (mut lg_m, mut proofs, mut max_lg_ntt, mut pacing_jobs) = (16u32, 32usize, 26u32, 32u64);
-    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
-        match flag.as_str() {
-            "--lg-m" => lg_m = value.parse()?,
-            "--proofs" => proofs = value.parse()?,
-            "--max-lg-ntt" => max_lg_ntt = value.parse()?,
-            "--pacing-jobs" => pacing_jobs = value.parse()?,
-            _ => {
-                return Err(
-                    format!("unknown flag {flag}; flags: --lg-m K --proofs N --max-lg-ntt K --pacing-jobs N").into()
-                )
-            }
-        }
-    }
+    let flags = Flags::parse(&["--lg-m", "--proofs", "--max-lg-ntt", "--pacing-jobs"])?;
+    let (lg_m, proofs) = (flags.get("--lg-m", 16u32)?, flags.get("--proofs", 32usize)?);
+    let (max_lg_ntt, pacing_jobs) = (flags.get("--max-lg-ntt", 26u32)?, flags.get("--pacing-jobs", 32u64)?);
     let device = CudaDevice::open(0)?;
     println!("pinprove gpu_report on {} (device 0)", device.name()?);
     let mut gpu = device.backend()?;

@@ -8,20 +8,14 @@
 
 mod common;
 
+use common::flags::Flags;
 use common::{pacing, MimcChain};
 use pinprove::groth16::generator;
 use pinprove::{Config, Prover};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let (mut lg_m, mut jobs) = (12u32, 24u64);
-    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
-        match flag.as_str() {
-            "--lg-m" => lg_m = value.parse()?,
-            "--jobs" => jobs = value.parse()?,
-            _ => return Err(format!("unknown flag {flag}; flags: --lg-m K --jobs N").into()),
-        }
-    }
+    let flags = Flags::parse(&["--lg-m", "--jobs"])?;
+    let (lg_m, jobs) = (flags.get("--lg-m", 12u32)?, flags.get("--jobs", 24u64)?);
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
     let key = std::sync::Arc::new(generator::generate_random_parameters(
         MimcChain::new(0, &constants),

@@ -10,6 +10,7 @@ mod common;
 
 use std::time::Instant;
 
+use common::flags::Flags;
 use common::{report, MimcChain};
 use pinprove::groth16::{generator, prepare_verifying_key};
 use pinprove::{Config, Prover};
@@ -22,19 +23,13 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { lg_m: 14, proofs: 16, threads: Config::default().synthesis_threads, depth: 2 };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        let number = || value.parse::<usize>().map_err(|e| format!("{flag} {value}: {e}"));
-        match flag.as_str() {
-            "--lg-m" => args.lg_m = number()? as u32,
-            "--proofs" => args.proofs = number()?,
-            "--threads" => args.threads = number()?,
-            "--depth" => args.depth = number()?,
-            _ => return Err(format!("unknown flag {flag}; flags: --lg-m K --proofs N --threads T --depth D")),
-        }
-    }
+    let flags = Flags::parse(&["--lg-m", "--proofs", "--threads", "--depth"])?;
+    let args = Args {
+        lg_m: flags.get("--lg-m", 14)?,
+        proofs: flags.get("--proofs", 16)?,
+        threads: flags.get("--threads", Config::default().synthesis_threads)?,
+        depth: flags.get("--depth", 2)?,
+    };
     if !(2..=26).contains(&args.lg_m) {
         return Err("--lg-m must be between 2 and 26".into());
     }

@@ -11,21 +11,15 @@ use std::time::Instant;
 
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, Scalar};
+use common::flags::Flags;
 use common::MimcChain;
 use ff::Field;
 use pinprove::groth16::{Proof, ProvingKey};
 use pinprove::{Config, PartitionTimings, Prover};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let (mut lg_m, mut proofs) = (14u32, 8usize);
-    while let (Some(flag), Some(value)) = (args.next(), args.next()) {
-        match flag.as_str() {
-            "--lg-m" => lg_m = value.parse()?,
-            "--proofs" => proofs = value.parse()?,
-            _ => return Err(format!("unknown flag {flag}; flags: --lg-m K --proofs N").into()),
-        }
-    }
+    let flags = Flags::parse(&["--lg-m", "--proofs"])?;
+    let (lg_m, proofs) = (flags.get("--lg-m", 14u32)?, flags.get("--proofs", 8usize)?);
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
     let circuit = |x0: u64| MimcChain::new(x0, &constants);
     let mut rng = rand::thread_rng();

@@ -2,6 +2,7 @@
 //! they stay out of the library).
 #![allow(dead_code)]
 
+pub mod flags;
 pub mod pacing;
 pub mod report;
 
