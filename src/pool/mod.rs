@@ -116,7 +116,9 @@ pub struct PinnedPool {
 }
 
 struct Shared {
-    allocator: Box<dyn HostAllocator>,
+    allocator: Arc<dyn HostAllocator>,
+    /// Where fallbacks come from when the pool cannot serve.
+    heap: Arc<dyn HostAllocator>,
     config: PoolConfig,
     state: Mutex<State>,
 }
@@ -151,7 +153,12 @@ impl PinnedPool {
     /// A pool over `allocator` (for example the CUDA backend's pinning allocator).
     pub fn with_allocator(config: PoolConfig, allocator: impl HostAllocator + 'static) -> Self {
         PinnedPool {
-            shared: Arc::new(Shared { allocator: Box::new(allocator), config, state: Mutex::new(State::default()) }),
+            shared: Arc::new(Shared {
+                allocator: Arc::new(allocator),
+                heap: Arc::new(HeapAllocator),
+                config,
+                state: Mutex::new(State::default()),
+            }),
         }
     }
 
@@ -247,20 +254,8 @@ impl PinnedPool {
     fn fallback<const N: usize>(&self, requests: [usize; N]) -> Result<[PinnedBuf; N]> {
         let mut blocks = Vec::with_capacity(N);
         for &bytes in &requests {
-            match HeapAllocator.alloc(bytes) {
-                Some(ptr) => blocks.push(Block { ptr, capacity: bytes }),
-                None => {
-                    for b in blocks {
-                        // SAFETY: allocated just above by HeapAllocator with this capacity,
-                        // never handed out.
-                        #[allow(unsafe_code)]
-                        unsafe {
-                            HeapAllocator.free(b.ptr, b.capacity)
-                        };
-                    }
-                    return Err(Error::OutOfMemory { requested: bytes });
-                }
-            }
+            // On failure the blocks made so far are dropped, and so freed.
+            blocks.push(Block::alloc(&self.shared.heap, bytes).ok_or(Error::OutOfMemory { requested: bytes })?);
         }
         {
             let mut st = self.shared.state.lock();
@@ -349,12 +344,12 @@ impl Shared {
     /// One block from the allocator, timed. Outside the lock: pinning can take seconds.
     fn allocate(&self, bytes: usize) -> Option<Block> {
         let start = Instant::now();
-        let ptr = self.allocator.alloc(bytes);
+        let block = Block::alloc(&self.allocator, bytes);
         let elapsed = start.elapsed();
         let mut st = self.state.lock();
         st.stats.alloc_time += elapsed;
-        st.stats.allocations += u64::from(ptr.is_some());
-        ptr.map(|ptr| Block { ptr, capacity: bytes })
+        st.stats.allocations += u64::from(block.is_some());
+        block
     }
 
     /// Frees blocks already taken off the books, outside the lock, timed.
@@ -364,14 +359,7 @@ impl Shared {
         }
         let start = Instant::now();
         let count = blocks.len() as u64;
-        for block in blocks {
-            // SAFETY: every block came from `self.allocator.alloc(block.capacity)`, is free (no
-            // `PinnedBuf` refers to it) and was removed from the free list, so it is freed once.
-            #[allow(unsafe_code)]
-            unsafe {
-                self.allocator.free(block.ptr, block.capacity)
-            };
-        }
+        drop(blocks); // each block frees itself
         let mut st = self.state.lock();
         st.stats.frees += count;
         st.stats.free_time += start.elapsed();
@@ -452,11 +440,6 @@ pub struct PinnedBuf {
 
 impl PinnedBuf {
     fn new(block: Block, origin: Origin, pool: &Arc<Shared>) -> Self {
-        debug_assert!(
-            block.ptr.as_ptr() as usize % BLOCK_ALIGN == 0,
-            "block {:p} not {BLOCK_ALIGN}-aligned",
-            block.ptr
-        );
         PinnedBuf { block: Some(block), origin, pool: Arc::clone(pool) }
     }
 
@@ -517,12 +500,7 @@ impl Drop for PinnedBuf {
                 st.push_free(block);
             }
             Origin::Heap => {
-                // SAFETY: fallback blocks come from `HeapAllocator.alloc(capacity)` and this
-                // buffer, their only owner, frees it once.
-                #[allow(unsafe_code)]
-                unsafe {
-                    HeapAllocator.free(block.ptr, capacity)
-                };
+                drop(block); // frees it
                 let mut st = self.pool.state.lock();
                 st.stats.checkins += 1;
                 st.stats.fallback_bytes_in_use -= capacity;

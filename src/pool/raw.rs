@@ -8,6 +8,7 @@
 use std::alloc::Layout;
 use std::fmt;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// Alignment of every block: a cache line, so no two buffers share one and any field element
 /// type (8-byte aligned) can be laid over a block.
@@ -67,16 +68,39 @@ unsafe impl HostAllocator for HeapAllocator {
     }
 }
 
-/// An owned block: pointer and true capacity. Freed by the pool, never by `Drop`, because
-/// only the pool knows which allocator it came from.
+/// An owned allocation that the allocator which made it frees on drop, so a block can be
+/// neither leaked, nor freed twice, nor freed by the wrong allocator.
+///
+/// The pool drops a block only while no `PinnedBuf` holds it, and buffers come back only after
+/// the copies that read them have completed; so no DMA touches a block being freed.
 #[derive(Debug)]
 pub(crate) struct Block {
     pub(crate) ptr: NonNull<u8>,
+    /// True capacity in bytes.
     pub(crate) capacity: usize,
+    allocator: Arc<dyn HostAllocator>,
+}
+
+impl Block {
+    /// `bytes` (> 0) from `allocator`, or `None` when it has none to give.
+    pub(crate) fn alloc(allocator: &Arc<dyn HostAllocator>, bytes: usize) -> Option<Block> {
+        let ptr = allocator.alloc(bytes)?;
+        debug_assert!(ptr.as_ptr() as usize % BLOCK_ALIGN == 0, "block {ptr:p} not {BLOCK_ALIGN}-aligned");
+        Some(Block { ptr, capacity: bytes, allocator: Arc::clone(allocator) })
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `allocator.alloc(capacity)` (the only constructor), this
+        // block is its only owner so it is freed once, and no copy is in flight (type docs).
+        unsafe { self.allocator.free(self.ptr, self.capacity) }
+    }
 }
 
 // SAFETY: a `Block` is the unique owner of its memory (the allocator contract promises no
-// overlap), so moving it to, or sharing it with, another thread is like doing so with a `Box<[u8]>`.
+// overlap) and its allocator is Send + Sync, so moving it to, or sharing it with, another
+// thread is like doing so with a `Box<[u8]>`.
 unsafe impl Send for Block {}
 // SAFETY: as above; `&Block` only exposes the pointer value, not the memory.
 unsafe impl Sync for Block {}

@@ -187,7 +187,8 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// Enqueues the upload of `src` (pinned: direct DMA; pageable: through `staging`) to `dst`.
+/// Enqueues the upload of `src` to `dst`: `direct`ly (a DMA from pinned memory, or the
+/// driver's own bounce buffer for pageable memory) or through `staging`'s pinned chunks.
 ///
 /// # Panics
 /// If `dst` is shorter than `src`.
@@ -195,13 +196,13 @@ pub(crate) fn upload<'a>(
     stream: &'a Stream,
     staging: &Staging,
     src: &'a [Scalar],
-    pinned: bool,
+    direct: bool,
     dst: &DeviceScalars,
 ) -> Result<InFlight<'a>> {
     assert!(dst.len() >= src.len(), "device vector of {} < {} scalars", dst.len(), src.len());
     let bytes = std::mem::size_of_val(src);
     let guard = InFlight { stream, _host: PhantomData };
-    if pinned {
+    if direct {
         // SAFETY: `src` is borrowed by the guard until the stream is synchronised; `dst` holds
         // at least `bytes` in this context (asserted).
         unsafe { copy_h2d(dst.ptr(), src.as_ptr().cast(), bytes, stream)? };
@@ -212,8 +213,8 @@ pub(crate) fn upload<'a>(
     Ok(guard)
 }
 
-/// Enqueues the download of the first `dst.len()` elements of `src` into `dst` (pinned: direct
-/// DMA; pageable: through `staging`, synchronously).
+/// Enqueues the download of the first `dst.len()` elements of `src` into `dst`: `direct`ly
+/// (pinned memory) or through `staging`, synchronously.
 ///
 /// # Panics
 /// If `src` is shorter than `dst`.
@@ -222,7 +223,7 @@ pub(crate) fn download<'a>(
     staging: &Staging,
     src: &DeviceScalars,
     dst: &'a mut [Scalar],
-    pinned: bool,
+    direct: bool,
 ) -> Result<InFlight<'a>> {
     assert!(src.len() >= dst.len(), "device vector of {} < {} scalars", src.len(), dst.len());
     let bytes = std::mem::size_of_val(dst);
@@ -232,7 +233,7 @@ pub(crate) fn download<'a>(
     // holds the bytes in this context (asserted) and was written by the kernels with valid
     // field elements, and every such bit pattern is a valid Scalar.
     unsafe {
-        if pinned {
+        if direct {
             copy_d2h(dst_ptr, src.ptr(), bytes, stream)?;
         } else {
             staging.download(src.ptr(), dst_ptr, bytes, stream)?;

@@ -233,7 +233,7 @@ impl CudaBackend {
         let Self { stream, staging, events, domain, .. } = self;
         let x = &domain.as_ref().expect("made above").abc[0];
         events[0].record(stream).map_err(from_cust)?;
-        // `pinned: true` even for pageable memory: this measures the driver's own path.
+        // Direct even for pageable memory: this measures the driver's own path.
         ffi::upload(stream, staging, src, true, x)?.wait()?;
         events[1].record(stream).map_err(from_cust)?;
         stream.synchronize().map_err(from_cust)?;
