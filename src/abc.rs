@@ -93,11 +93,6 @@ impl<T: Element> PinnedVec<T> {
         Ok(())
     }
 
-    /// Removes every element; the buffer is kept.
-    pub fn clear(&mut self) {
-        self.len = 0;
-    }
-
     /// The buffer underneath (for DMA: its pointer, and whether it is pinned).
     pub fn buffer(&self) -> &PinnedBuf {
         &self.buf
@@ -169,12 +164,5 @@ impl PinnedAbcBuffers {
     /// Whether these came from the heap fallback.
     pub fn is_fallback(&self) -> bool {
         self.a.buffer().is_fallback()
-    }
-
-    /// Empties all three, keeping the buffers.
-    pub fn clear(&mut self) {
-        self.a.clear();
-        self.b.clear();
-        self.c.clear();
     }
 }
