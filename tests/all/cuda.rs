@@ -6,13 +6,13 @@ use ff::Field;
 use pinprove::backend::cuda::{self, CudaDevice, Transform};
 use pinprove::backend::{Backend, CpuBackend};
 use pinprove::domain::Domain;
-use pinprove::groth16::{generator, prepare_verifying_key, verify_proof, ProvingKey};
+use pinprove::groth16::{prepare_verifying_key, verify_proof};
 use pinprove::synth::synthesize;
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Prover};
 use rand::SeedableRng;
 use rayon::prelude::*;
 
-use crate::circuits::MimcChain;
+use crate::support::{chain, key};
 
 fn random_vector(lg: u32, seed: u64) -> Vec<Scalar> {
     let chunk = 1 << 14;
@@ -23,14 +23,6 @@ fn random_vector(lg: u32, seed: u64) -> Vec<Scalar> {
             (0..chunk.min(1 << lg)).map(move |_| Scalar::random(&mut rng))
         })
         .collect()
-}
-
-fn chain(lg_m: u32, x0: u64) -> MimcChain {
-    MimcChain::new(x0, &MimcChain::constants(MimcChain::rounds_for_domain(lg_m)))
-}
-
-fn key(lg_m: u32) -> ProvingKey {
-    generator::generate_random_parameters(chain(lg_m, 0), &mut rand::thread_rng()).unwrap()
 }
 
 #[test]

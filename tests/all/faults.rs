@@ -12,21 +12,16 @@ use blstrs::Scalar;
 use ff::Field;
 use pinprove::backend::{Backend, CpuBackend};
 use pinprove::groth16::prover::MsmSums;
-use pinprove::groth16::{generator, prepare_verifying_key, verify_proof, PreparedVerifyingKey, ProvingKey};
+use pinprove::groth16::{prepare_verifying_key, verify_proof, PreparedVerifyingKey, ProvingKey};
 use pinprove::synth::Witness;
-use pinprove::{
-    Config, Error, HeapAllocator, HostAllocator, PartitionTimings, PinnedPool, PoolConfig, PoolStats, Prover,
-};
+use pinprove::{Config, Error, HeapAllocator, HostAllocator, PartitionTimings, PinnedPool, PoolConfig, Prover};
 use rand::{Rng, SeedableRng};
 
-use crate::circuits::{Faulty, MimcChain};
-
-fn chain(lg_m: u32, x0: u64) -> MimcChain {
-    MimcChain::new(x0, &MimcChain::constants(MimcChain::rounds_for_domain(lg_m)))
-}
+use crate::circuits::Faulty;
+use crate::support::{assert_balanced, chain, config, key};
 
 fn setup(lg_m: u32) -> (ProvingKey, PreparedVerifyingKey) {
-    let key = generator::generate_random_parameters(chain(lg_m, 0), &mut rand::thread_rng()).unwrap();
+    let key = key(lg_m);
     let pvk = prepare_verifying_key(&key.vk);
     (key, pvk)
 }
@@ -43,15 +38,6 @@ fn quiet_injected_panics() {
             }
         }));
     });
-}
-
-fn config(threads: usize, depth: usize) -> Config {
-    Config { synthesis_threads: threads, max_gpu_queue_depth: depth, ..Config::default() }
-}
-
-fn assert_balanced(s: &PoolStats) {
-    assert_eq!(s.checkouts, s.checkins, "every buffer back: {s:?}");
-    assert_eq!((s.bytes_in_use, s.fallback_bytes_in_use), (0, 0), "{s:?}");
 }
 
 fn assert_proves(prover: &Prover, pvk: &PreparedVerifyingKey, lg_m: u32, x0s: std::ops::Range<u64>) {

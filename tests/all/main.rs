@@ -9,3 +9,4 @@ mod faults;
 mod pipeline;
 mod pool;
 mod prove;
+mod support;

@@ -8,34 +8,12 @@ use crossbeam_channel::Receiver;
 use ff::Field;
 use pinprove::backend::{Backend, CpuBackend};
 use pinprove::groth16::prover::MsmSums;
-use pinprove::groth16::{generator, prepare_verifying_key, verify_proof, ProvingKey};
+use pinprove::groth16::{prepare_verifying_key, verify_proof, ProvingKey};
 use pinprove::synth::Witness;
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Prover};
 
 use crate::circuits::{Faulty, MimcChain};
-
-fn chain(lg_m: u32, x0: u64, public_output: bool) -> MimcChain {
-    MimcChain {
-        x0: Scalar::from(x0),
-        constants: MimcChain::constants(MimcChain::rounds_for_domain(lg_m)),
-        public_output,
-        unused: 0,
-    }
-}
-
-fn key(lg_m: u32) -> ProvingKey {
-    generator::generate_random_parameters(chain(lg_m, 0, true), &mut rand::thread_rng()).unwrap()
-}
-
-fn config(threads: usize, depth: usize) -> Config {
-    Config { synthesis_threads: threads, max_gpu_queue_depth: depth, ..Config::default() }
-}
-
-fn assert_balanced(prover: &Prover) {
-    let s = prover.pool().stats();
-    assert_eq!(s.checkouts, s.checkins, "every buffer back: {s:?}");
-    assert_eq!((s.bytes_in_use, s.fallback_bytes_in_use), (0, 0));
-}
+use crate::support::{assert_balanced, chain, config, key};
 
 /// The CPU backend behind a gate: each partition waits for a token before its h stage.
 struct Gated {
@@ -70,8 +48,7 @@ fn the_channel_bounds_partitions_in_flight() {
     assert_eq!(bound, threads + depth + 1);
 
     let jobs = 4 * bound;
-    let pending: Vec<_> =
-        (0..jobs).map(|i| prover.submit(chain(6, i as u64, true), Scalar::ONE, Scalar::ONE)).collect();
+    let pending: Vec<_> = (0..jobs).map(|i| prover.submit(chain(6, i as u64), Scalar::ONE, Scalar::ONE)).collect();
     // With the proving thread held at the gate, the pipeline fills up to the bound and stops.
     let deadline = Instant::now() + Duration::from_secs(60);
     while prover.pool().stats().bytes_in_use < 3 * bound * bytes {
@@ -84,7 +61,7 @@ fn the_channel_bounds_partitions_in_flight() {
     let pvk = prepare_verifying_key(&prover.key().vk);
     for (i, p) in pending.into_iter().enumerate() {
         let proof = p.wait().unwrap();
-        assert!(verify_proof(&pvk, &proof, &chain(6, i as u64, true).public_inputs()).unwrap());
+        assert!(verify_proof(&pvk, &proof, &chain(6, i as u64).public_inputs()).unwrap());
     }
     let s = prover.pool().stats();
     assert_eq!(
@@ -93,7 +70,7 @@ fn the_channel_bounds_partitions_in_flight() {
         "threads + depth + 1 partitions at most, and the bound was reached"
     );
     assert_eq!((s.allocations, s.fallbacks), (3 * bound as u64, 0), "prewarm covered the bound");
-    assert_balanced(&prover);
+    assert_balanced(&prover.pool().stats());
 }
 
 #[test]
@@ -102,25 +79,25 @@ fn failing_and_panicking_circuits_answer_their_own_jobs_and_the_rest_prove() {
     let pvk = prepare_verifying_key(&prover.key().vk);
     let batch: Vec<Faulty> = (0..9)
         .map(|i| match i % 3 {
-            0 => Faulty::Good(chain(6, i, true)),
-            1 => Faulty::Error(chain(6, i, true)),
-            _ => Faulty::Panic(chain(6, i, true)),
+            0 => Faulty::Good(chain(6, i)),
+            1 => Faulty::Error(chain(6, i)),
+            _ => Faulty::Panic(chain(6, i)),
         })
         .collect();
     let results = prover.prove(batch).unwrap();
     for (i, r) in results.into_iter().enumerate() {
         match (i % 3, r) {
-            (0, Ok(proof)) => assert!(verify_proof(&pvk, &proof, &chain(6, i as u64, true).public_inputs()).unwrap()),
+            (0, Ok(proof)) => assert!(verify_proof(&pvk, &proof, &chain(6, i as u64).public_inputs()).unwrap()),
             (1, Err(Error::Synthesis(bellpepper_core::SynthesisError::AssignmentMissing))) => {}
             (2, Err(Error::WorkerPanicked(msg))) => assert_eq!(msg, "circuit bug"),
             (_, other) => panic!("job {i}: unexpected {other:?}"),
         }
     }
-    assert_balanced(&prover);
+    assert_balanced(&prover.pool().stats());
     // The pipeline keeps serving.
-    let again = prover.prove(vec![chain(6, 100, true)]).unwrap();
-    assert!(verify_proof(&pvk, again[0].as_ref().unwrap(), &chain(6, 100, true).public_inputs()).unwrap());
-    assert_balanced(&prover);
+    let again = prover.prove(vec![chain(6, 100)]).unwrap();
+    assert!(verify_proof(&pvk, again[0].as_ref().unwrap(), &chain(6, 100).public_inputs()).unwrap());
+    assert_balanced(&prover.pool().stats());
 }
 
 #[test]
@@ -128,9 +105,9 @@ fn a_full_channel_with_the_cpu_backend_does_not_deadlock() {
     // Synthesis workers block in `send` while the proving thread's kernels use the global rayon
     // pool; were they the same pool, this would hang.
     let prover = Prover::new(key(7), config(2, 1)).unwrap();
-    let results = prover.prove((0..12).map(|i| chain(7, i, true)).collect()).unwrap();
+    let results = prover.prove((0..12).map(|i| chain(7, i)).collect()).unwrap();
     assert!(results.iter().all(Result::is_ok));
-    assert_balanced(&prover);
+    assert_balanced(&prover.pool().stats());
 }
 
 #[test]
@@ -138,17 +115,17 @@ fn bad_input_gets_typed_errors_and_loses_nothing() {
     let prover = Prover::new(key(6), config(2, 2)).unwrap();
     assert!(matches!(prover.prove(Vec::<MimcChain>::new()), Err(Error::EmptyBatch)));
 
-    let empty = MimcChain { constants: MimcChain::constants(0), ..chain(6, 1, false) };
-    let bigger = chain(7, 1, true);
-    let smaller = chain(5, 1, true);
-    let no_output = chain(6, 1, false);
-    let results = prover.prove(vec![empty, bigger, smaller, no_output, chain(6, 1, true)]).unwrap();
+    let empty = MimcChain { constants: MimcChain::constants(0), public_output: false, ..chain(6, 1) };
+    let bigger = chain(7, 1);
+    let smaller = chain(5, 1);
+    let no_output = MimcChain { public_output: false, ..chain(6, 1) };
+    let results = prover.prove(vec![empty, bigger, smaller, no_output, chain(6, 1)]).unwrap();
     assert!(matches!(results[0], Err(Error::NoConstraints)), "{:?}", results[0]);
     assert!(matches!(results[1], Err(Error::Shape { expected: 64, got: 128, .. })), "{:?}", results[1]);
     assert!(matches!(results[2], Err(Error::Shape { expected: 64, got: 32, .. })), "{:?}", results[2]);
     assert!(matches!(results[3], Err(Error::Shape { expected: 2, got: 1, .. })), "{:?}", results[3]);
     assert!(results[4].is_ok());
-    assert_balanced(&prover);
+    assert_balanced(&prover.pool().stats());
 }
 
 #[test]
@@ -157,11 +134,11 @@ fn a_pool_cap_below_one_partition_is_an_error_for_each_job() {
     let cap = 3 * key.abc_buffer_bytes() - 1;
     let cfg = Config { pool: PoolConfig { max_bytes: cap, ..PoolConfig::default() }, ..config(2, 1) };
     let prover = Prover::new(key, cfg).unwrap();
-    let results = prover.prove((0..3).map(|i| chain(6, i, true)).collect()).unwrap();
+    let results = prover.prove((0..3).map(|i| chain(6, i)).collect()).unwrap();
     for r in results {
         assert!(matches!(r, Err(Error::PoolTooSmall { capacity, .. }) if capacity == cap), "{r:?}");
     }
-    assert_balanced(&prover);
+    assert_balanced(&prover.pool().stats());
 }
 
 #[test]
@@ -180,12 +157,12 @@ fn steady_state_after_prewarm_100_partitions_allocate_nothing_and_report_timings
     let prover = Prover::new(key(6), config(2, 2)).unwrap();
     let warm = prover.pool().stats();
     assert_eq!(warm.allocations, 3 * prover.max_in_flight() as u64, "prewarmed the in-flight bound");
-    let results = prover.prove((0..100).map(|i| chain(6, i, true)).collect()).unwrap();
+    let results = prover.prove((0..100).map(|i| chain(6, i)).collect()).unwrap();
     assert!(results.iter().all(Result::is_ok));
     let s = prover.pool().stats();
     assert_eq!(s.allocations, warm.allocations, "no allocation after prewarm");
     assert_eq!((s.reuses, s.fallbacks), (300, 0));
-    assert_balanced(&prover);
+    assert_balanced(&prover.pool().stats());
 
     let timings = prover.take_timings();
     assert_eq!(timings.len(), 100);
