@@ -140,9 +140,13 @@ impl DeviceScalars {
         Ok(DeviceScalars { buf })
     }
 
-    /// Uploads `values` (the powers tables): allocates and copies synchronously.
-    pub(crate) fn from_slice(values: &[FrLimbs]) -> Result<Self> {
-        Ok(DeviceScalars { buf: DeviceBuffer::from_slice(values).map_err(from_cust)? })
+    /// b⁰, b¹, …, bⁿ⁻¹ on the device (n >= 1): computed on the host in parallel, copied
+    /// synchronously.
+    pub(crate) fn powers(base: Scalar, n: usize) -> Result<Self> {
+        let mut powers = vec![Scalar::ZERO; n.max(1)];
+        crate::domain::fill_powers(&mut powers, base, Scalar::ONE);
+        let limbs: Vec<FrLimbs> = powers.into_iter().map(limbs).collect();
+        Ok(DeviceScalars { buf: DeviceBuffer::from_slice(&limbs).map_err(from_cust)? })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -258,10 +262,7 @@ pub(crate) struct Twiddles(DeviceScalars);
 impl Twiddles {
     /// The table for `root`, a primitive n-th root of unity.
     pub(crate) fn new(root: Scalar, n: usize) -> Result<Self> {
-        let mut powers = vec![Scalar::ZERO; (n / 2).max(1)];
-        crate::domain::fill_powers(&mut powers, root, Scalar::ONE);
-        let limbs: Vec<FrLimbs> = powers.into_iter().map(limbs).collect();
-        Ok(Twiddles(DeviceScalars::from_slice(&limbs)?))
+        Ok(Twiddles(DeviceScalars::powers(root, n / 2)?))
     }
 }
 
@@ -274,14 +275,7 @@ impl PowerTables {
         let lo_len = covers.clamp(1, 1 << LG_TW_LO);
         let hi_len = covers.div_ceil(1 << LG_TW_LO).max(1);
         let step = base.pow_vartime([1u64 << LG_TW_LO]);
-        let powers = |b: Scalar, n: usize| {
-            std::iter::successors(Some(Scalar::ONE), move |p| Some(*p * b)).take(n).map(limbs).collect::<Vec<_>>()
-        };
-        Ok(PowerTables {
-            lo: DeviceScalars::from_slice(&powers(base, lo_len))?,
-            hi: DeviceScalars::from_slice(&powers(step, hi_len))?,
-            covers,
-        })
+        Ok(PowerTables { lo: DeviceScalars::powers(base, lo_len)?, hi: DeviceScalars::powers(step, hi_len)?, covers })
     }
 }
 
