@@ -57,7 +57,7 @@ impl<T: Element> PinnedVec<T> {
     /// # Errors
     /// As [`PinnedPool::checkout`].
     pub fn checkout(pool: &PinnedPool, capacity: usize) -> Result<Self> {
-        Ok(Self::new(pool.checkout(bytes_for::<T>(capacity)?)?))
+        Ok(Self::new(pool.checkout(bytes_for::<T>(capacity, pool)?)?))
     }
 
     /// How many elements fit.
@@ -75,6 +75,21 @@ impl<T: Element> PinnedVec<T> {
         // (we hold `&mut self`).
         unsafe { self.buf.as_mut_ptr().cast::<T>().add(self.len).write(value) };
         self.len += 1;
+        Ok(())
+    }
+
+    /// Appends every item of `values`.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if they do not all fit; those that fit are kept.
+    pub fn extend_within_capacity(&mut self, values: impl IntoIterator<Item = T>) -> Result<()> {
+        let mut values = values.into_iter();
+        for value in values.by_ref() {
+            if self.push_within_capacity(value).is_err() {
+                let got = self.len + 1 + values.count();
+                return Err(Error::Shape { what: "pinned vector length", expected: self.capacity, got });
+            }
+        }
         Ok(())
     }
 
@@ -129,8 +144,10 @@ impl<T: Element> fmt::Debug for PinnedVec<T> {
     }
 }
 
-fn bytes_for<T>(len: usize) -> Result<usize> {
-    len.checked_mul(mem::size_of::<T>()).ok_or(Error::PoolTooSmall { requested: usize::MAX, capacity: 0 })
+/// Bytes of `len` elements; a length no pool could hold is the pool's [`Error::PoolTooSmall`].
+fn bytes_for<T>(len: usize, pool: &PinnedPool) -> Result<usize> {
+    len.checked_mul(mem::size_of::<T>())
+        .ok_or(Error::PoolTooSmall { requested: usize::MAX, capacity: pool.config().max_bytes })
 }
 
 /// The a, b and c vectors of one partition, checked out together: all three or none.
@@ -151,7 +168,7 @@ impl PinnedAbcBuffers {
     /// [`Error::PoolTooSmall`] when the three together exceed the pool's cap;
     /// [`Error::OutOfMemory`] when not even the heap fallback can serve them.
     pub fn checkout(pool: &PinnedPool, n: usize) -> Result<Self> {
-        let bytes = bytes_for::<Scalar>(n)?;
+        let bytes = bytes_for::<Scalar>(n, pool)?;
         let [a, b, c] = pool.checkout_many([bytes; 3])?;
         Ok(PinnedAbcBuffers { a: PinnedVec::new(a), b: PinnedVec::new(b), c: PinnedVec::new(c) })
     }

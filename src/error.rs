@@ -49,12 +49,36 @@ pub enum Error {
     /// The circuit's `synthesize` returned an error.
     #[error("synthesis failed: {0}")]
     Synthesis(#[from] SynthesisError),
-    /// A user circuit, or a worker running it, panicked; the message is kept when it was a string.
+    /// A user circuit panicked during synthesis; the message is kept when it was a string.
     #[error("worker panicked: {0}")]
     WorkerPanicked(String),
+    /// The backend panicked on this job's partition; its proving thread was retired (see
+    /// [`Prover`](crate::Prover)). The message is kept when it was a string.
+    #[error("backend panicked: {0}")]
+    BackendPanicked(String),
+    /// The proof did not verify against the key's verifying key and the job's public inputs:
+    /// the circuit's constraints differ from the key's, or its witness does not satisfy them.
+    #[error(
+        "the proof of job {job} does not verify: the circuit does not match the key or its witness is unsatisfied"
+    )]
+    ProofInvalid {
+        /// The job's submission number.
+        job: u64,
+    },
     /// The proving thread is gone (it failed or the prover was dropped); the job was not proved.
     #[error("pipeline closed: the proving thread is no longer running")]
     PipelineClosed,
+    /// Bytes that do not decode to what they should: a truncated or corrupted proof or
+    /// parameter file, a point off its curve or outside its subgroup.
+    #[error("{what} at byte {offset}: {reason}")]
+    Decode {
+        /// What was being read, e.g. `proof point B` or `b_g2[17]`.
+        what: String,
+        /// Offset of the item in the input.
+        offset: u64,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA error {code}: {msg}")]
     Cuda {
@@ -62,6 +86,13 @@ pub enum Error {
         code: i32,
         /// The driver's description.
         msg: String,
+    },
+    /// Device memory ran out: the device cannot hold what was asked for (the proving key, a
+    /// partition's buffers or an MSM's scratch).
+    #[error("device out of memory: {requested} bytes requested")]
+    DeviceOutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
     },
     /// There is no CUDA device with this ordinal (or no CUDA device at all).
     #[error("no CUDA device {id}")]
@@ -78,15 +109,14 @@ pub enum Error {
 pub type Result<T> = core::result::Result<T, Error>;
 
 impl Error {
-    /// Turns a `catch_unwind` payload into [`Error::WorkerPanicked`], keeping a string message.
-    pub(crate) fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Self {
-        let msg = match payload.downcast::<String>() {
+    /// The message of a `catch_unwind` payload, when it was a string.
+    pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+        match payload.downcast::<String>() {
             Ok(s) => *s,
             Err(payload) => match payload.downcast::<&'static str>() {
                 Ok(s) => (*s).to_owned(),
                 Err(_) => "non-string panic payload".to_owned(),
             },
-        };
-        Error::WorkerPanicked(msg)
+        }
     }
 }

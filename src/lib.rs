@@ -13,6 +13,11 @@
 //!
 //! The CPU backend ([`backend::CpuBackend`]) always builds; it is the reference for the CUDA
 //! backend (feature `cuda`).
+//!
+//! One dependency line is enough: the circuit trait and field types a user needs are
+//! re-exported ([`Circuit`], [`ConstraintSystem`], [`Scalar`], [`Field`], and the crates
+//! [`bellpepper_core`], [`blstrs`], [`ff`] they come from).
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -28,7 +33,16 @@ pub mod synth;
 mod timings;
 
 pub use abc::{Element, PinnedAbcBuffers, PinnedVec};
+pub use bellpepper_core::{self, Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
+pub use blstrs::{self, Scalar};
 pub use error::{Error, Result};
-pub use pipeline::{Config, PendingProof, Prover};
+pub use ff::{self, Field, PrimeField};
+pub use groth16::{Proof, ProvingKey, VerifyingKey};
+pub use pipeline::{Config, PendingProof, Prover, MAX_QUEUE_DEPTH, MAX_THREADS};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
-pub use timings::{NttSteps, PartitionTimings};
+pub use timings::{MsmSteps, NttSteps, PartitionTimings};
+
+/// The README's code, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -2,70 +2,151 @@
 //! bounded crossbeam channel, whose capacity `max_gpu_queue_depth` is the dispatch throttle.
 //!
 //! ```text
-//! submit ─► synthesis pool: checkout a/b/c ─► synthesize into them ─► send(Partition)
+//! submit ─► synthesis pool: checkout buffers ─► synthesize into them ─► send(Partition)
 //!                                           bounded channel (send blocks when full)
-//!           proving thread: h stage ─► MSMs ─► assemble ─► buffers back ─► reply to the job
+//!           proving thread: h stage ─► MSMs ─► assemble ─► buffers back
+//!           compute pool: verify the proof ─► reply to the job
 //! ```
 //! A worker blocked in `send` keeps its partition, so at most
 //! `synthesis_threads + max_gpu_queue_depth + proving threads` partitions hold buffers at any
-//! time, and that is also the pool's steady-state size. Synthesis runs on its own thread
-//! pool, never the global one that the CPU kernels use: workers blocked in `send` must not be
-//! the threads the proving thread's parallel loops wait for.
+//! time, and that is also the pool's steady-state size.
 //!
-//! Nothing is lost on any path: a failing or panicking circuit answers its own job with an
-//! error, its buffers are back in the pool before the answer is sent, and the other jobs go on.
-//! A backend that returns an error fails that partition only. A backend that *panics* retires
-//! its proving thread, since a device in an unknown state cannot be trusted with the next
-//! partition; when no proving thread is left the prover is [failed](Prover::is_failed): the
-//! last one stays behind only to answer every queued and later job with
+//! No thread the prover waits on belongs to its callers: synthesis runs on the prover's own
+//! pool, and so do the CPU kernels and proof verification (its compute pool). Callers may call
+//! `prove` from every worker of rayon's global pool (proving stacks do) without starving the
+//! proving thread.
+//!
+//! Nothing is lost on any path: every job is answered exactly once (an unanswered job's
+//! [`Reply`] answers [`Error::PipelineClosed`] when dropped), and a partition's buffers are
+//! back in the pool before its job is answered. A failing or panicking circuit answers its own
+//! job. A backend that returns an error fails that partition only. A backend that *panics*
+//! retires its proving thread, since a device in an unknown state cannot be trusted with the
+//! next partition; when no proving thread is left the prover is [failed](Prover::is_failed):
+//! the last one stays behind only to answer every queued and later job with
 //! [`Error::PipelineClosed`] (a bounded crossbeam channel keeps queued messages, and their
-//! buffers, when its receivers go away; see crossbeam-rs/crossbeam#1102). A failed prover
-//! does not restart: build a new one. Dropping a prover answers the jobs not yet proved with
-//! `PipelineClosed` and waits only for the partitions already on a device.
+//! buffers, when its receivers go away; see crossbeam-rs/crossbeam#1102).
 
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use crossbeam_channel::{Receiver, SendError, Sender};
+use crossbeam_channel::{select, Receiver, RecvTimeoutError, SendError, Sender, TryRecvError};
 use ff::Field;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use rand_core::OsRng;
 
 use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
-use crate::groth16::{prover::assemble, Proof, ProvingKey};
+use crate::groth16::{prepare_verifying_key, prover::assemble, verify_proof, PreparedVerifyingKey, Proof, ProvingKey};
 use crate::pool::{PinnedPool, PoolConfig};
-use crate::synth::{synthesize, Witness};
+use crate::synth::{synthesize, witness_buffer_bytes, Witness};
 use crate::timings::PartitionTimings;
+
+/// Most threads of either of a prover's pools (synthesis, compute).
+pub const MAX_THREADS: usize = 1024;
+/// Most partitions the channel may hold (each holds a partition's buffers).
+pub const MAX_QUEUE_DEPTH: usize = 1024;
 
 /// Settings of a [`Prover`]. Library code reads no environment variables: everything is here.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Config {
-    /// Threads of the prover's own synthesis pool (default: the machine's parallelism).
+    /// Threads of the prover's own synthesis pool, 1..=[`MAX_THREADS`] (default: the machine's
+    /// parallelism).
     pub synthesis_threads: usize,
-    /// Capacity of the channel to the proving thread(s): synthesized partitions that may wait
-    /// for the device. When full, workers block: the dispatch throttle. 0 is a rendezvous.
+    /// Threads of the prover's own compute pool, 1..=[`MAX_THREADS`]: the CPU backend's
+    /// kernels and proof verification run there (default: the machine's parallelism).
+    pub compute_threads: usize,
+    /// Capacity of the channel to the proving thread(s), 0..=[`MAX_QUEUE_DEPTH`]: synthesized
+    /// partitions that may wait for the device. When full, workers block: the dispatch
+    /// throttle. 0 is a rendezvous.
     pub max_gpu_queue_depth: usize,
-    /// The a/b/c pool's limits (for [`Prover::new`]; [`Prover::with_backends`] takes a pool).
+    /// The pool's limits (for [`Prover::new`]; [`Prover::with_backends`] takes a pool).
     pub pool: PoolConfig,
-    /// a/b/c triples to allocate before the first job; `None`: as many as can be in flight
-    /// ([`Prover::max_in_flight`]), as far as the pool's cap allows.
+    /// Partitions' buffers to allocate before the first job, at most
+    /// [`max_in_flight`](Prover::max_in_flight); `None`: that many, as far as the pool's cap
+    /// allows.
     pub prewarm_partitions: Option<usize>,
+    /// Verify every proof against the key's verifying key before answering its job (default
+    /// `true`), so that a circuit that does not match the key, or an unsatisfied witness, is
+    /// [`Error::ProofInvalid`] rather than a bad proof. It runs on the compute pool, never on
+    /// the proving thread, and costs one pairing check per proof (its time is
+    /// [`PartitionTimings::verify`]). Turn it off only when the caller verifies anyway.
+    pub verify_proofs: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Config {
-            synthesis_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            synthesis_threads: cores,
+            compute_threads: cores,
             max_gpu_queue_depth: 2,
             pool: PoolConfig::default(),
             prewarm_partitions: None,
+            verify_proofs: true,
         }
+    }
+}
+
+impl Config {
+    /// Checks every setting against its documented range.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the first setting out of range.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=MAX_THREADS).contains(&self.synthesis_threads) {
+            return Err(Error::Config("synthesis_threads must be in 1..=MAX_THREADS (1024)"));
+        }
+        if !(1..=MAX_THREADS).contains(&self.compute_threads) {
+            return Err(Error::Config("compute_threads must be in 1..=MAX_THREADS (1024)"));
+        }
+        if self.max_gpu_queue_depth > MAX_QUEUE_DEPTH {
+            return Err(Error::Config("max_gpu_queue_depth must be at most MAX_QUEUE_DEPTH (1024)"));
+        }
+        self.pool.validate()
+    }
+}
+
+/// A job's answer, owed exactly once. While the job is queued or in synthesis the answer's
+/// sender sits in the prover's registry, so that an abort can answer it at once; a proving
+/// thread [claims](Reply::claim) it when the partition goes to the device. Dropped unanswered,
+/// it answers [`Error::PipelineClosed`].
+struct Reply {
+    job: u64,
+    /// `Some` once claimed out of the registry.
+    claimed: Option<Sender<Result<Proof>>>,
+    shared: Arc<Shared>,
+}
+
+impl Reply {
+    /// Takes the sender out of the registry; `None` when the job was already answered.
+    fn claim(mut self) -> Option<Self> {
+        let sender = self.shared.pending.lock().remove(&self.job)?;
+        self.claimed = Some(sender);
+        Some(self)
+    }
+
+    fn answer(mut self, result: Result<Proof>) {
+        self.send(result);
+    }
+
+    fn send(&mut self, result: Result<Proof>) {
+        let sender = self.claimed.take().or_else(|| self.shared.pending.lock().remove(&self.job));
+        if let Some(sender) = sender {
+            let _ = sender.send(result); // the caller may have dropped its PendingProof
+            self.shared.answered();
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        self.send(Err(Error::PipelineClosed));
     }
 }
 
@@ -76,7 +157,7 @@ struct Partition {
     s: Scalar,
     timings: PartitionTimings,
     sent_at: Instant,
-    reply: Sender<Result<Proof>>,
+    reply: Reply,
 }
 
 impl Partition {
@@ -84,15 +165,20 @@ impl Partition {
     fn close(self) {
         let Partition { witness, reply, .. } = self;
         drop(witness);
-        let _ = reply.send(Err(Error::PipelineClosed));
+        reply.answer(Err(Error::PipelineClosed));
     }
 }
 
 /// What the prover's handle, its workers and its proving threads share.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Shared {
     timings: Mutex<Vec<PartitionTimings>>,
-    /// Set by `Drop`: jobs not yet proved are answered `PipelineClosed`.
+    /// The answer senders of jobs not yet answered nor claimed by a proving thread.
+    pending: Mutex<HashMap<u64, Sender<Result<Proof>>>>,
+    /// Jobs submitted and not yet answered, for `shutdown` to wait on.
+    unanswered: Mutex<usize>,
+    all_answered: Condvar,
+    /// Set by `abort`: jobs not yet on a device are answered `PipelineClosed`.
     closing: AtomicBool,
     /// Set when the last proving thread retired: nothing can be proved any more.
     failed: AtomicBool,
@@ -104,13 +190,30 @@ impl Shared {
     fn stopped(&self) -> bool {
         self.closing.load(Ordering::Acquire) || self.failed.load(Ordering::Acquire)
     }
+
+    fn answered(&self) {
+        let mut unanswered = self.unanswered.lock();
+        *unanswered -= 1;
+        if *unanswered == 0 {
+            self.all_answered.notify_all();
+        }
+    }
+
+    /// Answers every job still in the registry with `PipelineClosed`.
+    fn close_pending(&self) {
+        let senders: Vec<_> = self.pending.lock().drain().map(|(_, sender)| sender).collect();
+        for sender in senders {
+            let _ = sender.send(Err(Error::PipelineClosed));
+            self.answered();
+        }
+    }
 }
 
 /// The answer to one submitted job, to be waited for.
 #[derive(Debug)]
 pub struct PendingProof {
     job: u64,
-    reply: Receiver<Result<Proof>>,
+    answer: Receiver<Result<Proof>>,
 }
 
 impl PendingProof {
@@ -124,18 +227,40 @@ impl PendingProof {
     /// # Errors
     /// The job's own error, or [`Error::PipelineClosed`] if it was dropped unanswered.
     pub fn wait(self) -> Result<Proof> {
-        self.reply.recv().unwrap_or(Err(Error::PipelineClosed))
+        self.answer.recv().unwrap_or(Err(Error::PipelineClosed))
+    }
+
+    /// The answer if it is there, else `Err(self)` to try again later; never blocks.
+    pub fn try_wait(self) -> std::result::Result<Result<Proof>, Self> {
+        match self.answer.try_recv() {
+            Ok(answer) => Ok(answer),
+            Err(TryRecvError::Disconnected) => Ok(Err(Error::PipelineClosed)),
+            Err(TryRecvError::Empty) => Err(self),
+        }
+    }
+
+    /// Waits at most `timeout` for the answer; `Err(self)` if it has not come.
+    pub fn wait_timeout(self, timeout: Duration) -> std::result::Result<Result<Proof>, Self> {
+        match self.answer.recv_timeout(timeout) {
+            Ok(answer) => Ok(answer),
+            Err(RecvTimeoutError::Disconnected) => Ok(Err(Error::PipelineClosed)),
+            Err(RecvTimeoutError::Timeout) => Err(self),
+        }
     }
 }
 
 /// Proves circuits of one proving key: synchronous to call, pipelined inside.
 ///
+/// Ending a prover: [`shutdown`](Self::shutdown) finishes every job submitted and then stops;
+/// [`abort`](Self::abort) answers every job not yet on a device [`Error::PipelineClosed`] at
+/// once and waits only for the partitions on a device (those are answered with their proofs).
+/// Dropping a prover aborts it. Circuits still being synthesized when a prover is aborted run
+/// to their end on its synthesis threads (user code cannot be interrupted) and their buffers
+/// then return to the pool; their jobs were already answered.
+///
 /// # Examples
 /// ```
-/// use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
-/// use blstrs::Scalar;
-/// use ff::Field;
-/// use pinprove::{groth16, Config, Prover};
+/// use pinprove::{groth16, Circuit, Config, ConstraintSystem, Field, Prover, Scalar, SynthesisError};
 ///
 /// /// Knows x with x² = y, for public y.
 /// struct Square(Scalar);
@@ -158,15 +283,18 @@ impl PendingProof {
 ///     assert!(groth16::verify_proof(&pvk, &proof?, &[x.square()])?);
 /// }
 /// let pool = prover.pool().stats();
-/// assert_eq!(pool.checkouts, pool.checkins); // every a/b/c buffer is back
+/// assert_eq!(pool.checkouts, pool.checkins); // every buffer is back
+/// prover.shutdown();
 /// # Ok::<(), pinprove::Error>(())
 /// ```
 pub struct Prover {
     key: Arc<ProvingKey>,
     pool: PinnedPool,
     synthesis: rayon::ThreadPool,
-    /// `Some` until drop, which closes the channel by dropping it.
+    /// `Some` until the prover ends, which closes the channel by dropping it.
     jobs: Option<Sender<Partition>>,
+    /// Dropped to tell the proving threads to stop at once (abort).
+    stop: Option<Sender<()>>,
     proving_threads: Vec<JoinHandle<()>>,
     backend: &'static str,
     shared: Arc<Shared>,
@@ -185,23 +313,37 @@ impl std::fmt::Debug for Prover {
     }
 }
 
+/// What every proving thread of a prover is given.
+struct ProvingContext {
+    key: Arc<ProvingKey>,
+    /// `Some` when proofs are verified before they are returned.
+    pvk: Option<Arc<PreparedVerifyingKey>>,
+    compute: Arc<rayon::ThreadPool>,
+    shared: Arc<Shared>,
+}
+
 impl Prover {
-    /// A prover on the CPU backend with a heap pool of `config.pool`.
+    /// A prover on the CPU backend with a heap pool of `config.pool`; the backend's kernels run
+    /// on the prover's compute pool.
     ///
     /// # Errors
     /// As [`with_backends`](Self::with_backends).
     pub fn new(key: impl Into<Arc<ProvingKey>>, config: Config) -> Result<Self> {
-        let factory = |_: &ProvingKey| Ok(CpuBackend::new());
-        Self::with_backends(key, config, PinnedPool::new(config.pool), vec![factory])
+        config.validate()?;
+        let compute = Arc::new(compute_pool(config.compute_threads)?);
+        let backend = Arc::clone(&compute);
+        let factory = move |_: &ProvingKey| Ok(CpuBackend::with_pool(backend));
+        Self::build(key.into(), config, PinnedPool::new(config.pool), vec![factory], compute)
     }
 
     /// A prover with one proving thread per factory (one per device), sharing one channel.
     /// Each factory runs on its own proving thread, so a backend's device context is made and
-    /// used on one thread only. a/b/c buffers come from `pool`, prewarmed here.
+    /// used on one thread only. Buffers come from `pool`, prewarmed here.
     ///
     /// # Errors
-    /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for zero threads or no
-    /// factory; the first error a factory returns.
+    /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for a setting out of range
+    /// (see [`Config`]), no factory, or a pool cap that cannot hold one partition; the first
+    /// error a factory returns.
     pub fn with_backends<B, F>(
         key: impl Into<Arc<ProvingKey>>,
         config: Config,
@@ -212,30 +354,62 @@ impl Prover {
         B: Backend + 'static,
         F: FnOnce(&ProvingKey) -> Result<B> + Send + 'static,
     {
-        let key = key.into();
+        config.validate()?;
+        let compute = Arc::new(compute_pool(config.compute_threads)?);
+        Self::build(key.into(), config, pool, factories, compute)
+    }
+
+    fn build<B, F>(
+        key: Arc<ProvingKey>,
+        config: Config,
+        pool: PinnedPool,
+        factories: Vec<F>,
+        compute: Arc<rayon::ThreadPool>,
+    ) -> Result<Self>
+    where
+        B: Backend + 'static,
+        F: FnOnce(&ProvingKey) -> Result<B> + Send + 'static,
+    {
         key.validate()?;
-        if config.synthesis_threads == 0 {
-            return Err(Error::Config("synthesis_threads must be at least 1"));
-        }
+        pool.config().validate()?;
         if factories.is_empty() {
             return Err(Error::Config("at least one backend is needed"));
         }
+        if factories.len() > MAX_THREADS {
+            return Err(Error::Config("at most MAX_THREADS (1024) backends"));
+        }
+        let partition = witness_buffer_bytes(&key)?;
+        if partition.iter().map(|b| b.max(&1)).fold(0usize, |a, b| a.saturating_add(*b)) > pool.config().max_bytes {
+            return Err(Error::Config("the pool's cap (max_bytes) cannot hold the buffers of one partition"));
+        }
         let max_in_flight = config.synthesis_threads + config.max_gpu_queue_depth + factories.len();
-        prewarm(&pool, &key, config.prewarm_partitions.unwrap_or(max_in_flight));
+        let prewarm_partitions = config.prewarm_partitions.unwrap_or(max_in_flight);
+        if prewarm_partitions > max_in_flight {
+            return Err(Error::Config("prewarm_partitions must be at most the in-flight bound"));
+        }
+        prewarm(&pool, partition, prewarm_partitions);
 
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth);
+        let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(Shared { serving: AtomicUsize::new(factories.len()), ..Shared::default() });
+        let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&key.vk)));
         let mut proving_threads = Vec::with_capacity(factories.len());
         let mut backend = "";
         for (i, factory) in factories.into_iter().enumerate() {
             let (started, start_result) = crossbeam_channel::bounded(1);
-            let (key, queue, shared) = (Arc::clone(&key), queue.clone(), Arc::clone(&shared));
+            let ctx = ProvingContext {
+                key: Arc::clone(&key),
+                pvk: pvk.clone(),
+                compute: Arc::clone(&compute),
+                shared: Arc::clone(&shared),
+            };
+            let (queue, stopped) = (queue.clone(), stopped.clone());
             let thread = std::thread::Builder::new()
-                .name(format!("pinprove-gpu-{i}"))
-                .spawn(move || match factory(&key) {
+                .name(format!("pinprove-prover-{i}"))
+                .spawn(move || match factory(&ctx.key) {
                     Ok(backend) => {
                         let _ = started.send(Ok(backend.name()));
-                        proving_loop(backend, &key, &queue, &shared);
+                        proving_loop(backend, i, &ctx, &queue, &stopped);
                     }
                     Err(e) => {
                         let _ = started.send(Err(e));
@@ -256,6 +430,7 @@ impl Prover {
             pool,
             synthesis,
             jobs: Some(jobs),
+            stop: Some(stop),
             proving_threads,
             backend,
             shared,
@@ -264,31 +439,44 @@ impl Prover {
         })
     }
 
-    /// Proves each circuit with fresh random r, s; answers in submission order.
+    /// Proves each circuit with fresh random r, s; answers in submission order. The circuits
+    /// may borrow data (they need not be `'static`): this returns only once every one of them
+    /// has been synthesized.
     ///
     /// # Errors
     /// [`Error::EmptyBatch`] for no circuits; each job's own failure is its entry's `Err`.
     pub fn prove<C>(&self, circuits: Vec<C>) -> Result<Vec<Result<Proof>>>
     where
-        C: Circuit<Scalar> + Send + 'static,
+        C: Circuit<Scalar> + Send,
     {
         let jobs = circuits.into_iter().map(|c| (c, Scalar::random(OsRng), Scalar::random(OsRng))).collect();
         self.prove_with_randomness(jobs)
     }
 
     /// Proves each `(circuit, r, s)` with the given blinding factors (deterministic proofs, as
-    /// bellperson's `create_proof(circuit, params, r, s)`); answers in submission order.
+    /// bellperson's `create_proof(circuit, params, r, s)`); answers in submission order. The
+    /// circuits may borrow data, as in [`prove`](Self::prove).
     ///
     /// # Errors
     /// [`Error::EmptyBatch`] for no jobs; each job's own failure is its entry's `Err`.
     pub fn prove_with_randomness<C>(&self, jobs: Vec<(C, Scalar, Scalar)>) -> Result<Vec<Result<Proof>>>
     where
-        C: Circuit<Scalar> + Send + 'static,
+        C: Circuit<Scalar> + Send,
     {
         if jobs.is_empty() {
             return Err(Error::EmptyBatch);
         }
-        let pending: Vec<PendingProof> = jobs.into_iter().map(|(c, r, s)| self.submit(c, r, s)).collect();
+        let mut pending = Vec::with_capacity(jobs.len());
+        // The scope ends when every circuit is synthesized, so they may borrow from the caller;
+        // FIFO: circuits start in submission order.
+        self.synthesis.scope_fifo(|scope| {
+            for (circuit, r, s) in jobs {
+                let (answer, reply) = self.register();
+                pending.push(answer);
+                let ctx = self.synthesis_context();
+                scope.spawn_fifo(move |_| ctx.run(circuit, r, s, reply));
+            }
+        });
         Ok(pending.into_iter().map(PendingProof::wait).collect())
     }
 
@@ -297,33 +485,28 @@ impl Prover {
     where
         C: Circuit<Scalar> + Send + 'static,
     {
+        let (answer, reply) = self.register();
+        let ctx = self.synthesis_context();
+        self.synthesis.spawn_fifo(move || ctx.run(circuit, r, s, reply));
+        answer
+    }
+
+    /// A new job: its answer channel, registered until the job is answered.
+    fn register(&self) -> (PendingProof, Reply) {
         let job = self.next_job.fetch_add(1, Ordering::Relaxed);
-        let (reply, answer) = crossbeam_channel::bounded(1);
-        let jobs = self.jobs.clone().expect("the channel lives as long as the prover");
-        let (key, pool, shared) = (Arc::clone(&self.key), self.pool.clone(), Arc::clone(&self.shared));
-        self.synthesis.spawn(move || {
-            if shared.stopped() {
-                return drop(reply.send(Err(Error::PipelineClosed)));
-            }
-            let start = Instant::now();
-            let witness = match catch_unwind(AssertUnwindSafe(|| synthesize(circuit, &key, &pool))) {
-                Ok(Ok(witness)) => witness,
-                // The witness, if any, was dropped while unwinding: its buffers are back.
-                Ok(Err(e)) => return drop(reply.send(Err(e))),
-                Err(panic) => return drop(reply.send(Err(Error::from_panic(panic)))),
-            };
-            let timings = PartitionTimings {
-                job,
-                synthesis: start.elapsed(),
-                pinned: witness.abc.is_pinned(),
-                ..Default::default()
-            };
-            let partition = Partition { witness, r, s, timings, sent_at: Instant::now(), reply };
-            if let Err(SendError(partition)) = jobs.send(partition) {
-                partition.close();
-            }
-        });
-        PendingProof { job, reply: answer }
+        let (sender, answer) = crossbeam_channel::bounded(1);
+        *self.shared.unanswered.lock() += 1;
+        self.shared.pending.lock().insert(job, sender);
+        (PendingProof { job, answer }, Reply { job, claimed: None, shared: Arc::clone(&self.shared) })
+    }
+
+    fn synthesis_context(&self) -> SynthesisContext {
+        SynthesisContext {
+            key: Arc::clone(&self.key),
+            pool: self.pool.clone(),
+            shared: Arc::clone(&self.shared),
+            jobs: self.jobs.clone().expect("the channel lives until the prover ends"),
+        }
     }
 
     /// Timings of the partitions proved since the last call, in completion order.
@@ -337,7 +520,7 @@ impl Prover {
         self.shared.failed.load(Ordering::Acquire)
     }
 
-    /// The a/b/c pool, for its [`stats`](PinnedPool::stats) or [`shrink`](PinnedPool::shrink).
+    /// The pool, for its [`stats`](PinnedPool::stats) or [`shrink`](PinnedPool::shrink).
     pub fn pool(&self) -> &PinnedPool {
         &self.pool
     }
@@ -352,68 +535,182 @@ impl Prover {
         self.backend
     }
 
-    /// Most partitions that can hold a/b/c buffers at once: synthesis threads + queue depth +
+    /// Most partitions that can hold buffers at once: synthesis threads + queue depth +
     /// proving threads.
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight
     }
-}
 
-impl Drop for Prover {
-    /// Answers the jobs not yet proved with [`Error::PipelineClosed`], closes the channel and
-    /// waits for the proving threads, which finish only the partitions already on a device.
-    fn drop(&mut self) {
-        self.shared.closing.store(true, Ordering::Release);
+    /// Finishes every job submitted so far (each is answered), then stops the proving threads.
+    pub fn shutdown(mut self) {
+        self.end(false);
+    }
+
+    /// Answers every job not yet on a device with [`Error::PipelineClosed`] at once, then
+    /// waits for the proving threads to finish the partitions on their devices and stop.
+    pub fn abort(mut self) {
+        self.end(true);
+    }
+
+    fn end(&mut self, abort: bool) {
+        if self.jobs.is_none() {
+            return; // already ended
+        }
+        if abort {
+            self.shared.closing.store(true, Ordering::Release);
+            self.shared.close_pending();
+            self.stop = None; // wakes the proving threads, which drain the channel and exit
+        }
         self.jobs = None;
         for thread in self.proving_threads.drain(..) {
             if thread.join().is_err() {
                 log::error!("a pinprove proving thread panicked");
             }
         }
+        if !abort {
+            // The last answers may still be on their way from the compute pool (verification).
+            let mut unanswered = self.shared.unanswered.lock();
+            while *unanswered > 0 {
+                self.shared.all_answered.wait(&mut unanswered);
+            }
+        }
     }
 }
 
-/// Allocates up to `partitions` a/b/c triples, as many as the pool's cap allows. A failing
-/// allocation ends the prewarm with a warning, not the prover: checkouts fall back instead.
-fn prewarm(pool: &PinnedPool, key: &ProvingKey, partitions: usize) {
-    let bytes = key.abc_buffer_bytes();
-    let fits = pool.config().max_bytes.saturating_sub(pool.stats().bytes_pinned) / (3 * bytes);
+impl Drop for Prover {
+    /// As [`abort`](Prover::abort).
+    fn drop(&mut self) {
+        self.end(true);
+    }
+}
+
+fn compute_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("pinprove-compute-{i}"))
+        .build()
+        .map_err(|_| Error::Config("could not start the compute threads"))
+}
+
+/// Allocates up to `partitions` partitions' buffers, as many as the pool's cap allows. A
+/// failing allocation ends the prewarm with a warning, not the prover: checkouts fall back.
+fn prewarm(pool: &PinnedPool, buffers: [usize; 6], partitions: usize) {
+    let partition: usize = buffers.iter().map(|b| (*b).max(1)).sum();
+    let fits = pool.config().max_bytes.saturating_sub(pool.stats().bytes_pinned) / partition;
     if fits < partitions {
-        log::warn!("pool cap allows prewarming {fits} of {partitions} a/b/c triples of {bytes} bytes");
+        log::warn!("the pool's cap allows prewarming {fits} of {partitions} partitions of {partition} bytes");
     }
-    if let Err(e) = pool.prewarm(3 * partitions.min(fits), bytes) {
-        log::warn!("prewarm stopped at {} buffers: {e}", pool.stats().allocations);
+    let mut sizes = buffers.to_vec();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for bytes in sizes {
+        let count = buffers.iter().filter(|b| **b == bytes).count() * partitions.min(fits);
+        if let Err(e) = pool.prewarm(count, bytes) {
+            log::warn!("prewarm stopped at {} buffers: {e}", pool.stats().allocations);
+            return;
+        }
     }
 }
 
-/// The proving thread: one partition at a time until every sender is gone, or until the
-/// backend panics (see the module docs).
-fn proving_loop<B: Backend>(mut backend: B, key: &ProvingKey, queue: &Receiver<Partition>, shared: &Shared) {
+/// What a synthesis task needs, cloned per job.
+struct SynthesisContext {
+    key: Arc<ProvingKey>,
+    pool: PinnedPool,
+    shared: Arc<Shared>,
+    jobs: Sender<Partition>,
+}
+
+impl SynthesisContext {
+    /// Synthesizes `circuit` and sends the partition to the proving threads, or answers the job.
+    fn run<C: Circuit<Scalar>>(self, circuit: C, r: Scalar, s: Scalar, reply: Reply) {
+        if self.shared.stopped() {
+            return reply.answer(Err(Error::PipelineClosed));
+        }
+        let start = Instant::now();
+        let witness = match catch_unwind(AssertUnwindSafe(|| synthesize(circuit, &self.key, &self.pool))) {
+            Ok(Ok(witness)) => witness,
+            // The witness, if any, was dropped while unwinding: its buffers are back.
+            Ok(Err(e)) => return reply.answer(Err(e)),
+            Err(panic) => return reply.answer(Err(Error::WorkerPanicked(Error::panic_message(panic)))),
+        };
+        let timings = PartitionTimings {
+            job: reply.job,
+            synthesis: start.elapsed(),
+            pinned: witness.is_pinned(),
+            ..Default::default()
+        };
+        let partition = Partition { witness, r, s, timings, sent_at: Instant::now(), reply };
+        if let Err(SendError(partition)) = self.jobs.send(partition) {
+            partition.close();
+        }
+    }
+}
+
+/// The proving thread: one partition at a time until every sender is gone or the prover is
+/// aborted, or until the backend panics (see the module docs).
+fn proving_loop<B: Backend>(
+    mut backend: B,
+    device: usize,
+    ctx: &ProvingContext,
+    queue: &Receiver<Partition>,
+    stop: &Receiver<()>,
+) {
+    let shared = &ctx.shared;
     let mut idle_since = Instant::now();
     let mut retired = false;
-    for partition in queue.iter() {
+    loop {
+        let partition = select! {
+            recv(queue) -> partition => match partition {
+                Ok(partition) => partition,
+                Err(_) => break, // every sender is gone
+            },
+            recv(stop) -> _ => break,
+        };
         if shared.stopped() {
             partition.close();
             continue;
         }
         let Partition { mut witness, r, s, timings: mut t, sent_at, reply } = partition;
+        let Some(reply) = reply.claim() else {
+            continue; // answered by an abort meanwhile; the buffers go back here
+        };
         let start = Instant::now();
+        t.device = device;
         t.queue_wait = start - sent_at;
         t.input_wait = start - idle_since;
         let result = catch_unwind(AssertUnwindSafe(|| -> Result<Proof> {
-            backend.h(key, &mut witness, &mut t)?;
-            let sums = backend.msm(key, &witness, &mut t)?;
-            Ok(assemble(&key.vk, &sums, r, s))
+            backend.h(&ctx.key, &mut witness, &mut t)?;
+            let sums = backend.msm(&ctx.key, &witness, &mut t)?;
+            Ok(assemble(&ctx.key.vk, &sums, r, s))
         }))
         .unwrap_or_else(|panic| {
             retired = true;
-            Err(Error::from_panic(panic))
+            Err(Error::BackendPanicked(Error::panic_message(panic)))
         });
+        let inputs = witness.public_inputs().to_vec();
         // Buffers go back before the caller hears, so a finished batch sees a balanced pool.
         drop(witness);
         t.gpu_busy = start.elapsed();
-        shared.timings.lock().push(t);
-        let _ = reply.send(result);
+        match (result, &ctx.pvk) {
+            (Ok(proof), Some(pvk)) => {
+                let (pvk, shared) = (Arc::clone(pvk), Arc::clone(shared));
+                ctx.compute.spawn(move || {
+                    let start = Instant::now();
+                    let valid = verify_proof(&pvk, &proof, &inputs);
+                    t.verify = start.elapsed();
+                    shared.timings.lock().push(t);
+                    reply.answer(match valid {
+                        Ok(true) => Ok(proof),
+                        Ok(false) => Err(Error::ProofInvalid { job: t.job }),
+                        Err(e) => Err(e),
+                    });
+                });
+            }
+            (result, _) => {
+                shared.timings.lock().push(t);
+                reply.answer(result);
+            }
+        }
         if retired {
             break;
         }
@@ -425,8 +722,22 @@ fn proving_loop<B: Backend>(mut backend: B, key: &ProvingKey, queue: &Receiver<P
         if shared.serving.fetch_sub(1, Ordering::AcqRel) == 1 {
             shared.failed.store(true, Ordering::Release);
             log::error!("no proving thread left: the prover has failed; queued and later jobs are closed");
-            // Stay until every sender is gone, answering whatever still arrives.
-            queue.iter().for_each(Partition::close);
+            // Stay until every sender is gone (or the prover ends), answering what arrives.
+            loop {
+                select! {
+                    recv(queue) -> partition => match partition {
+                        Ok(partition) => partition.close(),
+                        Err(_) => break,
+                    },
+                    recv(stop) -> _ => break,
+                }
+            }
+        }
+    }
+    if shared.stopped() {
+        // Aborted or failed: what is still queued is answered here, not left in the channel.
+        while let Ok(partition) = queue.try_recv() {
+            partition.close();
         }
     }
 }

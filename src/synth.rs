@@ -3,15 +3,21 @@
 //! Phase: witness generation, on the synthesis threads. [`WitnessCs`] is a bellpepper
 //! `ConstraintSystem` that evaluates each constraint's ⟨A,z⟩, ⟨B,z⟩, ⟨C,z⟩ as it is enforced
 //! and appends them to a/b/c, like bellperson 0.27's `ProvingAssignment`, but into buffers
-//! checked out for the key's domain size: no matrices are built and nothing reallocates.
-//! Densities record which variables the A and B queries use, as the key's filtered queries
-//! expect.
+//! checked out for the key's sizes: no matrices are built and nothing reallocates. Densities
+//! record which variables the A and B queries use; once the circuit is done, the scalars of
+//! the A and B multi-scalar multiplications are gathered here too, so the proving thread only
+//! launches work.
+//!
+//! What the shape checks catch: a different number of constraints (rounded up to the domain),
+//! public inputs or aux variables, and a different set of variables used in A or B. What only
+//! verifying the proof catches: the same sizes with different constraints (say, one enforced
+//! twice), or a witness that does not satisfy them.
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
-use crate::abc::PinnedAbcBuffers;
+use crate::abc::{PinnedAbcBuffers, PinnedVec};
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
 use crate::pool::PinnedPool;
@@ -46,21 +52,50 @@ impl Density {
     }
 }
 
-/// One synthesized circuit: what the proving thread needs, and nothing else.
+/// One synthesized circuit: what the proving thread needs, and nothing else. Every vector
+/// but the (short) public inputs lives in pool buffers.
 #[derive(Debug)]
 pub struct Witness {
     /// a, b, c, each zero-padded to the domain size m.
     pub abc: PinnedAbcBuffers,
     /// Public input assignment, the constant one first.
     pub input: Vec<Scalar>,
-    /// Auxiliary assignment.
-    pub aux: Vec<Scalar>,
-    /// Aux variables used in A (inputs always are: each has its `input · 0 = 0` constraint).
-    pub a_aux_density: Density,
-    /// Inputs used in B.
-    pub b_input_density: Density,
-    /// Aux variables used in B.
-    pub b_aux_density: Density,
+    /// Auxiliary assignment: the scalars of the L query's MSM.
+    pub aux: PinnedVec<Scalar>,
+    /// The scalars of the A query's MSM: every input, then the aux variables used in A.
+    pub a_scalars: PinnedVec<Scalar>,
+    /// The scalars of the B queries' MSMs (G1 and G2): the inputs, then the aux variables,
+    /// used in B.
+    pub b_scalars: PinnedVec<Scalar>,
+}
+
+impl Witness {
+    /// Whether every pool buffer of the witness is page-locked.
+    pub fn is_pinned(&self) -> bool {
+        self.abc.is_pinned() && self.aux.is_pinned() && self.a_scalars.is_pinned() && self.b_scalars.is_pinned()
+    }
+
+    /// The public inputs without the constant one: what a verifier is given.
+    pub fn public_inputs(&self) -> &[Scalar] {
+        &self.input[1..]
+    }
+}
+
+/// Bytes of the six pool buffers one partition of `key` holds: a, b, c (m scalars each), aux,
+/// and the A and B scalars. Prewarming and the pool's cap are counted in these.
+///
+/// # Errors
+/// [`Error::Config`] when the sizes overflow `usize` (no host could hold them).
+pub fn witness_buffer_bytes(key: &ProvingKey) -> Result<[usize; 6]> {
+    let m = key.domain_size();
+    let scalars = [m, m, m, key.num_aux(), key.a.len(), key.b_g1.len()];
+    let mut bytes = [0; 6];
+    for (b, n) in bytes.iter_mut().zip(scalars) {
+        *b = n
+            .checked_mul(std::mem::size_of::<Scalar>())
+            .ok_or(Error::Config("a partition's buffers overflow usize"))?;
+    }
+    Ok(bytes)
 }
 
 /// Synthesizes `circuit` into buffers checked out from `pool`, checking its shape against `key`.
@@ -71,45 +106,66 @@ pub struct Witness {
 /// the circuit does not match the key. The buffers are back in the pool when an error returns.
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C, key: &ProvingKey, pool: &PinnedPool) -> Result<Witness> {
     let m = key.domain_size();
-    let mut w = Witness {
-        abc: PinnedAbcBuffers::checkout(pool, m)?,
+    let [a, b, c, aux, a_scalars, b_scalars] = pool.checkout_many(witness_buffer_bytes(key)?)?;
+    let mut cs = WitnessCs {
+        abc: PinnedAbcBuffers { a: PinnedVec::new(a), b: PinnedVec::new(b), c: PinnedVec::new(c) },
         input: Vec::with_capacity(key.num_inputs()),
-        aux: Vec::with_capacity(key.num_aux()),
+        aux: PinnedVec::new(aux),
         a_aux_density: Density::default(),
         b_input_density: Density::default(),
         b_aux_density: Density::default(),
+        m,
+        extra_constraints: 0,
+        extra_aux: 0,
     };
-    let mut cs = WitnessCs { w: &mut w, m, overflow: 0 };
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
-    let constraints = cs.w.abc.a.len() + cs.overflow;
-    if constraints == 0 {
-        return Err(Error::NoConstraints);
-    }
-    let n = constraints + cs.w.input.len();
-    if n.next_power_of_two() != m {
-        return Err(Error::Shape {
-            what: "domain size (constraints + inputs, rounded up)",
-            expected: m,
-            got: n.next_power_of_two(),
-        });
-    }
-    w.check_against(key)?;
+    cs.check_against(key)?;
     // One `input · 0 = 0` constraint per input, as the key was generated with.
-    for i in 0..w.input.len() {
-        w.push_evaluations(w.input[i], Scalar::ZERO, Scalar::ZERO);
+    for i in 0..cs.input.len() {
+        cs.push_evaluations(cs.input[i], Scalar::ZERO, Scalar::ZERO);
     }
-    for v in [&mut w.abc.a, &mut w.abc.b, &mut w.abc.c] {
+    for v in [&mut cs.abc.a, &mut cs.abc.b, &mut cs.abc.c] {
         v.resize(m, Scalar::ZERO)?;
     }
-    Ok(w)
+    let mut a_scalars = PinnedVec::new(a_scalars);
+    let mut b_scalars = PinnedVec::new(b_scalars);
+    let a = cs.input.iter().copied().chain(cs.a_aux_density.gather(&cs.aux));
+    let b = cs.b_input_density.gather(&cs.input).chain(cs.b_aux_density.gather(&cs.aux));
+    a_scalars.extend_within_capacity(a)?;
+    b_scalars.extend_within_capacity(b)?;
+    Ok(Witness { abc: cs.abc, input: cs.input, aux: cs.aux, a_scalars, b_scalars })
 }
 
-impl Witness {
+/// The synthesis-time constraint system; see the module docs.
+#[derive(Debug)]
+pub struct WitnessCs {
+    abc: PinnedAbcBuffers,
+    input: Vec<Scalar>,
+    aux: PinnedVec<Scalar>,
+    /// Aux variables used in A (inputs always are: each has its `input · 0 = 0` constraint).
+    a_aux_density: Density,
+    b_input_density: Density,
+    b_aux_density: Density,
+    /// The domain size.
+    m: usize,
+    /// Constraints and aux variables past what the key's buffers hold: counted, not stored,
+    /// so the shape error can say how many there were.
+    extra_constraints: usize,
+    extra_aux: usize,
+}
+
+impl WitnessCs {
     fn check_against(&self, key: &ProvingKey) -> Result<()> {
+        let constraints = self.abc.a.len() + self.extra_constraints;
+        if constraints == 0 {
+            return Err(Error::NoConstraints);
+        }
+        let domain = (constraints + self.input.len()).checked_next_power_of_two().unwrap_or(usize::MAX);
         let checks = [
+            ("domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
             ("public inputs (with the constant one)", key.num_inputs(), self.input.len()),
-            ("aux variables", key.num_aux(), self.aux.len()),
+            ("aux variables", key.num_aux(), self.aux.len() + self.extra_aux),
             ("a query length (variables used in A)", key.a.len(), self.input.len() + self.a_aux_density.count()),
             (
                 "b query length (variables used in B)",
@@ -129,15 +185,6 @@ impl Witness {
             v.push_within_capacity(x).expect("buffers hold m scalars");
         }
     }
-}
-
-/// The synthesis-time constraint system; see the module docs.
-#[derive(Debug)]
-pub struct WitnessCs<'w> {
-    w: &'w mut Witness,
-    /// The domain size; constraints past it are counted, not stored.
-    m: usize,
-    overflow: usize,
 }
 
 /// ⟨lc, z⟩, marking the variables with nonzero coefficients in the given densities.
@@ -167,7 +214,7 @@ fn eval(
     acc
 }
 
-impl ConstraintSystem<Scalar> for WitnessCs<'_> {
+impl ConstraintSystem<Scalar> for WitnessCs {
     type Root = Self;
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> std::result::Result<Variable, SynthesisError>
@@ -176,10 +223,14 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.w.aux.push(f()?);
-        self.w.a_aux_density.add_variable();
-        self.w.b_aux_density.add_variable();
-        Ok(Variable::new_unchecked(Index::Aux(self.w.aux.len() - 1)))
+        let index = self.aux.len() + self.extra_aux;
+        if self.aux.push_within_capacity(f()?).is_err() {
+            // More than the key has: the shape check reports it once synthesis is over.
+            self.extra_aux += 1;
+        }
+        self.a_aux_density.add_variable();
+        self.b_aux_density.add_variable();
+        Ok(Variable::new_unchecked(Index::Aux(index)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> std::result::Result<Variable, SynthesisError>
@@ -188,9 +239,9 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.w.input.push(f()?);
-        self.w.b_input_density.add_variable();
-        Ok(Variable::new_unchecked(Index::Input(self.w.input.len() - 1)))
+        self.input.push(f()?);
+        self.b_input_density.add_variable();
+        Ok(Variable::new_unchecked(Index::Input(self.input.len() - 1)))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
@@ -201,17 +252,17 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        if self.w.abc.a.len() == self.m {
-            // Too many for the key; `synthesize` reports the shape once the count is known.
-            self.overflow += 1;
+        if self.abc.a.len() == self.m || self.extra_aux > 0 {
+            // The circuit is larger than the key (or uses values that could not be stored):
+            // `synthesize` reports the shape once the counts are known.
+            self.extra_constraints += 1;
             return;
         }
-        let w = &mut *self.w;
-        let z = (w.input.as_slice(), w.aux.as_slice());
-        let va = eval(&a(LinearCombination::zero()), z, None, Some(&mut w.a_aux_density));
-        let vb = eval(&b(LinearCombination::zero()), z, Some(&mut w.b_input_density), Some(&mut w.b_aux_density));
+        let z = (self.input.as_slice(), &*self.aux);
+        let va = eval(&a(LinearCombination::zero()), z, None, Some(&mut self.a_aux_density));
+        let vb = eval(&b(LinearCombination::zero()), z, Some(&mut self.b_input_density), Some(&mut self.b_aux_density));
         let vc = eval(&c(LinearCombination::zero()), z, None, None);
-        w.push_evaluations(va, vb, vc);
+        self.push_evaluations(va, vb, vc);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

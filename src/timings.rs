@@ -11,6 +11,9 @@ use std::time::Duration;
 pub struct PartitionTimings {
     /// Submission order of the job, from 0 per prover.
     pub job: u64,
+    /// Which proving thread (backend) proved it: the index of its factory, which for
+    /// `backend::cuda::prover` is the position of its device in the device list.
+    pub device: usize,
     /// Checkout of a/b/c plus the circuit's synthesis, on a synthesis thread.
     pub synthesis: Duration,
     /// From the end of synthesis to the proving thread taking the partition; includes the time
@@ -34,8 +37,20 @@ pub struct PartitionTimings {
     pub d2h: Duration,
     /// The multi-scalar multiplications.
     pub msm: Duration,
-    /// Wall time the proving thread spent on this partition, all stages and checkin included.
+    /// Each MSM on a device (device events; zero on the CPU backend, which runs them at once).
+    pub msm_steps: MsmSteps,
+    /// When the device started and finished this partition's copies and kernels, measured from
+    /// a fixed point of its proving thread's device (device events; zero on the CPU backend).
+    /// The union of these intervals over a batch is the time the device was busy.
+    pub device_start: Duration,
+    /// See [`device_start`](Self::device_start).
+    pub device_end: Duration,
+    /// Wall time the proving thread spent on this partition, all stages and checkin included
+    /// (named for the device it drives; on the CPU backend, the time of the CPU kernels).
     pub gpu_busy: Duration,
+    /// Verifying the proof, on the compute pool after the proving thread let go of it (zero
+    /// when [`Config::verify_proofs`](crate::Config::verify_proofs) is off).
+    pub verify: Duration,
     /// Whether a/b/c were pinned (false for the CPU backend's heap pool and for fallbacks; the
     /// CUDA backend copies such partitions through its pinned staging buffers).
     pub pinned: bool,
@@ -61,11 +76,53 @@ impl NttSteps {
     }
 }
 
+/// The five MSMs of a partition on a device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MsmSteps {
+    /// Σ hᵢ·Hᵢ (G1).
+    pub h: Duration,
+    /// Σ auxᵢ·Lᵢ (G1).
+    pub l: Duration,
+    /// The A query (G1).
+    pub a: Duration,
+    /// The B query in G1.
+    pub b_g1: Duration,
+    /// The B query in G2 (its buckets are the G1 one's).
+    pub b_g2: Duration,
+}
+
+impl MsmSteps {
+    /// The sum of the steps.
+    pub fn total(&self) -> Duration {
+        self.h + self.l + self.a + self.b_g1 + self.b_g2
+    }
+}
+
 impl PartitionTimings {
-    /// Sums of each duration over `timings`, with `job` set to the number of partitions.
+    /// The device's busy time over `timings` of one device: the length of the union of their
+    /// device intervals (zero on the CPU backend).
+    pub fn device_busy<'a>(timings: impl IntoIterator<Item = &'a PartitionTimings>) -> Duration {
+        let mut spans: Vec<(Duration, Duration)> =
+            timings.into_iter().map(|t| (t.device_start, t.device_end)).collect();
+        spans.sort();
+        let mut busy = Duration::ZERO;
+        let mut covered = Duration::ZERO; // end of the union so far
+        for (start, end) in spans {
+            let start = start.max(covered);
+            if end > start {
+                busy += end - start;
+                covered = end;
+            }
+        }
+        busy
+    }
+
+    /// Sums of each duration over `timings`, with `job` set to the number of partitions and
+    /// `device` to the highest device index.
     pub fn total<'a>(timings: impl IntoIterator<Item = &'a PartitionTimings>) -> PartitionTimings {
         timings.into_iter().fold(PartitionTimings::default(), |acc, t| PartitionTimings {
             job: acc.job + 1,
+            device: acc.device.max(t.device),
             synthesis: acc.synthesis + t.synthesis,
             queue_wait: acc.queue_wait + t.queue_wait,
             input_wait: acc.input_wait + t.input_wait,
@@ -81,7 +138,17 @@ impl PartitionTimings {
             },
             d2h: acc.d2h + t.d2h,
             msm: acc.msm + t.msm,
+            msm_steps: MsmSteps {
+                h: acc.msm_steps.h + t.msm_steps.h,
+                l: acc.msm_steps.l + t.msm_steps.l,
+                a: acc.msm_steps.a + t.msm_steps.a,
+                b_g1: acc.msm_steps.b_g1 + t.msm_steps.b_g1,
+                b_g2: acc.msm_steps.b_g2 + t.msm_steps.b_g2,
+            },
+            device_start: acc.device_start + t.device_start,
+            device_end: acc.device_end + t.device_end,
             gpu_busy: acc.gpu_busy + t.gpu_busy,
+            verify: acc.verify + t.verify,
             pinned: acc.pinned || t.pinned,
         })
     }

@@ -1,29 +1,44 @@
-//! The CPU backend: the h stage and the MSMs on the global rayon pool. It proves exactly as
+//! The CPU backend: the h stage and the MSMs on a rayon pool of its own (never the caller's
+//! global pool, whose workers may all be blocked waiting for proofs). It proves exactly as
 //! bellperson does and is the reference the GPU backend is checked against.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Projective, G2Projective};
 
 use super::Backend;
 use crate::domain::Domain;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::groth16::prover::MsmSums;
 use crate::groth16::ProvingKey;
 use crate::msm::msm;
 use crate::synth::Witness;
 use crate::timings::PartitionTimings;
 
-/// CPU kernels; keeps the NTT tables of the last domain size it saw.
-#[derive(Debug, Default)]
+/// CPU kernels on a thread pool; keeps the NTT tables of the last domain size it saw.
+#[derive(Debug)]
 pub struct CpuBackend {
+    pool: Arc<rayon::ThreadPool>,
     domain: Option<Domain>,
 }
 
 impl CpuBackend {
-    /// A backend with no tables yet.
-    pub fn new() -> Self {
-        Self::default()
+    /// A backend with a pool of its own, one thread per core.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the pool's threads cannot be started.
+    pub fn new() -> Result<Self> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("pinprove-cpu-{i}"))
+            .build()
+            .map_err(|_| Error::Config("could not start the CPU backend's threads"))?;
+        Ok(Self::with_pool(Arc::new(pool)))
+    }
+
+    /// A backend whose kernels run on `pool` (a prover shares its compute pool this way).
+    pub fn with_pool(pool: Arc<rayon::ThreadPool>) -> Self {
+        CpuBackend { pool, domain: None }
     }
 }
 
@@ -39,7 +54,7 @@ impl Backend for CpuBackend {
             Some(d) if d.size() == m => d,
             _ => Domain::new(m)?,
         };
-        domain.compute_h(&mut w.abc.a, &mut w.abc.b, &mut w.abc.c);
+        self.pool.install(|| domain.compute_h(&mut w.abc.a, &mut w.abc.b, &mut w.abc.c));
         self.domain = Some(domain);
         t.ntt += start.elapsed();
         Ok(())
@@ -48,23 +63,19 @@ impl Backend for CpuBackend {
     fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let start = Instant::now();
         let h = &w.abc.a[..key.domain_size() - 1];
-        let a_scalars: Vec<Scalar> = w.input.iter().copied().chain(w.a_aux_density.gather(&w.aux)).collect();
-        let b_scalars: Vec<Scalar> = w.b_input_density.gather(&w.input).chain(w.b_aux_density.gather(&w.aux)).collect();
+        let (a, b) = (&*w.a_scalars, &*w.b_scalars);
         // B in G2 alongside the G1 sums, as a GPU backend overlaps it with its G1 MSMs.
-        let ((h, l), ((a, b_g1), b_g2)) = rayon::join(
-            || rayon::join(|| msm::<G1Projective>(&key.h, h), || msm::<G1Projective>(&key.l, &w.aux)),
-            || {
-                rayon::join(
-                    || {
-                        rayon::join(
-                            || msm::<G1Projective>(&key.a, &a_scalars),
-                            || msm::<G1Projective>(&key.b_g1, &b_scalars),
-                        )
-                    },
-                    || msm::<G2Projective>(&key.b_g2, &b_scalars),
-                )
-            },
-        );
+        let ((h, l), ((a, b_g1), b_g2)) = self.pool.install(|| {
+            rayon::join(
+                || rayon::join(|| msm::<G1Projective>(&key.h, h), || msm::<G1Projective>(&key.l, &w.aux)),
+                || {
+                    rayon::join(
+                        || rayon::join(|| msm::<G1Projective>(&key.a, a), || msm::<G1Projective>(&key.b_g1, b)),
+                        || msm::<G2Projective>(&key.b_g2, b),
+                    )
+                },
+            )
+        });
         t.msm += start.elapsed();
         Ok(MsmSums { h, l, a, b_g1, b_g2 })
     }

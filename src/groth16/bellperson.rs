@@ -1,5 +1,8 @@
-//! Conversions to and from bellperson 0.27's Groth16 types (feature `bellperson`), so keys made
-//! by bellperson's setup prove here, and proofs made here verify there.
+//! Conversions to and from bellperson 0.27's Groth16 types (feature `bellperson`), both ways,
+//! by reference and by value, so keys made by bellperson's setup prove here and proofs made
+//! here verify there.
+
+use std::sync::Arc;
 
 use bellperson::groth16 as bp;
 use blstrs::Bls12;
@@ -20,6 +23,12 @@ impl From<&bp::VerifyingKey<Bls12>> for VerifyingKey {
     }
 }
 
+impl From<bp::VerifyingKey<Bls12>> for VerifyingKey {
+    fn from(vk: bp::VerifyingKey<Bls12>) -> Self {
+        VerifyingKey::from(&vk)
+    }
+}
+
 impl From<&VerifyingKey> for bp::VerifyingKey<Bls12> {
     fn from(vk: &VerifyingKey) -> Self {
         bp::VerifyingKey {
@@ -31,6 +40,12 @@ impl From<&VerifyingKey> for bp::VerifyingKey<Bls12> {
             delta_g2: vk.delta_g2,
             ic: vk.ic.clone(),
         }
+    }
+}
+
+impl From<VerifyingKey> for bp::VerifyingKey<Bls12> {
+    fn from(vk: VerifyingKey) -> Self {
+        bp::VerifyingKey::from(&vk)
     }
 }
 
@@ -47,9 +62,58 @@ impl From<&bp::Parameters<Bls12>> for ProvingKey {
     }
 }
 
+impl From<bp::Parameters<Bls12>> for ProvingKey {
+    /// Moves the vectors out where bellperson holds the only reference, copies them otherwise.
+    fn from(p: bp::Parameters<Bls12>) -> Self {
+        fn take<T: Clone>(v: Arc<Vec<T>>) -> Vec<T> {
+            Arc::try_unwrap(v).unwrap_or_else(|shared| shared.to_vec())
+        }
+        ProvingKey {
+            vk: VerifyingKey::from(p.vk),
+            h: take(p.h),
+            l: take(p.l),
+            a: take(p.a),
+            b_g1: take(p.b_g1),
+            b_g2: take(p.b_g2),
+        }
+    }
+}
+
+impl From<&ProvingKey> for bp::Parameters<Bls12> {
+    fn from(k: &ProvingKey) -> Self {
+        bp::Parameters {
+            vk: bp::VerifyingKey::from(&k.vk),
+            h: Arc::new(k.h.clone()),
+            l: Arc::new(k.l.clone()),
+            a: Arc::new(k.a.clone()),
+            b_g1: Arc::new(k.b_g1.clone()),
+            b_g2: Arc::new(k.b_g2.clone()),
+        }
+    }
+}
+
+impl From<ProvingKey> for bp::Parameters<Bls12> {
+    fn from(k: ProvingKey) -> Self {
+        bp::Parameters {
+            vk: bp::VerifyingKey::from(k.vk),
+            h: Arc::new(k.h),
+            l: Arc::new(k.l),
+            a: Arc::new(k.a),
+            b_g1: Arc::new(k.b_g1),
+            b_g2: Arc::new(k.b_g2),
+        }
+    }
+}
+
+impl From<&Proof> for bp::Proof<Bls12> {
+    fn from(p: &Proof) -> Self {
+        bp::Proof { a: p.a, b: p.b, c: p.c }
+    }
+}
+
 impl From<Proof> for bp::Proof<Bls12> {
     fn from(p: Proof) -> Self {
-        bp::Proof { a: p.a, b: p.b, c: p.c }
+        bp::Proof::from(&p)
     }
 }
 
@@ -59,16 +123,8 @@ impl From<&bp::Proof<Bls12>> for Proof {
     }
 }
 
-impl From<&ProvingKey> for bp::Parameters<Bls12> {
-    fn from(k: &ProvingKey) -> Self {
-        use std::sync::Arc;
-        bp::Parameters {
-            vk: bp::VerifyingKey::from(&k.vk),
-            h: Arc::new(k.h.clone()),
-            l: Arc::new(k.l.clone()),
-            a: Arc::new(k.a.clone()),
-            b_g1: Arc::new(k.b_g1.clone()),
-            b_g2: Arc::new(k.b_g2.clone()),
-        }
+impl From<bp::Proof<Bls12>> for Proof {
+    fn from(p: bp::Proof<Bls12>) -> Self {
+        Proof::from(&p)
     }
 }

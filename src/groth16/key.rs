@@ -5,6 +5,9 @@ use group::prime::PrimeCurveAffine;
 
 use crate::error::{Error, Result};
 
+/// Bytes of [`Proof::to_bytes`]: compressed A (48), B (96) and C (48).
+pub const PROOF_BYTES: usize = 192;
+
 /// The verifying key: what a verifier needs besides the proof and public inputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyingKey {
@@ -79,11 +82,18 @@ impl ProvingKey {
         if self.num_inputs() == 0 {
             return fail("ic query is empty (it must hold at least the constant one)");
         }
-        if self.a.len() < self.num_inputs() || self.a.len() > vars {
-            return fail("a query must hold every input and at most every variable");
+        if self.a.len() < self.num_inputs() {
+            return fail("a query is shorter than the ic query: it must hold a point for every input");
         }
-        if self.b_g1.len() != self.b_g2.len() || self.b_g1.len() > vars {
-            return fail("b_g1 and b_g2 queries differ in length or exceed the variables");
+        // The aux variables are counted by the l query, so a short l shows up here first.
+        if self.a.len() > vars {
+            return fail("l query is shorter than the aux variables the a query uses (or the a query is too long)");
+        }
+        if self.b_g1.len() != self.b_g2.len() {
+            return fail("b_g1 and b_g2 queries differ in length");
+        }
+        if self.b_g1.len() > vars {
+            return fail("l query is shorter than the aux variables the b queries use (or the b queries are too long)");
         }
         if bool::from(self.vk.delta_g1.is_identity() | self.vk.delta_g2.is_identity()) {
             // A zero delta lets anyone forge proofs; bellperson refuses it too.
@@ -106,11 +116,32 @@ pub struct Proof {
 
 impl Proof {
     /// Compressed encoding A ‖ B ‖ C (48 + 96 + 48 bytes), as bellperson writes it.
-    pub fn to_bytes(&self) -> [u8; 192] {
-        let mut out = [0u8; 192];
+    pub fn to_bytes(&self) -> [u8; PROOF_BYTES] {
+        let mut out = [0u8; PROOF_BYTES];
         out[..48].copy_from_slice(&self.a.to_compressed());
         out[48..144].copy_from_slice(&self.b.to_compressed());
         out[144..].copy_from_slice(&self.c.to_compressed());
         out
+    }
+}
+
+impl Proof {
+    /// Reads [`to_bytes`](Self::to_bytes)' encoding (and bellperson's), checking that each
+    /// point is on its curve and in its prime-order subgroup.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] naming the point that does not decode.
+    pub fn from_bytes(bytes: &[u8; PROOF_BYTES]) -> Result<Self> {
+        fn decode<T>(point: Option<T>, what: &str, offset: u64) -> Result<T> {
+            point.ok_or_else(|| Error::Decode {
+                what: format!("proof point {what}"),
+                offset,
+                reason: "not a compressed point of the prime-order subgroup",
+            })
+        }
+        let a = decode(G1Affine::from_compressed(bytes[..48].try_into().expect("48 bytes")).into(), "A", 0)?;
+        let b = decode(G2Affine::from_compressed(bytes[48..144].try_into().expect("96 bytes")).into(), "B", 48)?;
+        let c = decode(G1Affine::from_compressed(bytes[144..].try_into().expect("48 bytes")).into(), "C", 144)?;
+        Ok(Proof { a, b, c })
     }
 }

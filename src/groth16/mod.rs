@@ -11,5 +11,5 @@ mod key;
 pub mod prover;
 pub mod verifier;
 
-pub use key::{Proof, ProvingKey, VerifyingKey};
+pub use key::{Proof, ProvingKey, VerifyingKey, PROOF_BYTES};
 pub use verifier::{prepare_verifying_key, verify_proof, PreparedVerifyingKey};

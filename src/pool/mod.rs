@@ -41,6 +41,19 @@ pub struct PoolConfig {
     pub max_waste: f64,
 }
 
+impl PoolConfig {
+    /// Checks the limits: `max_waste` a finite number ≥ 0.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the bad limit.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.max_waste.is_finite() && self.max_waste >= 0.0) {
+            return Err(Error::Config("pool max_waste must be a finite number >= 0"));
+        }
+        Ok(())
+    }
+}
+
 impl Default for PoolConfig {
     /// 32 GiB cap, and up to 50% waste per reuse.
     fn default() -> Self {
@@ -182,16 +195,17 @@ impl PinnedPool {
     /// that the hot path only reuses.
     ///
     /// # Errors
-    /// [`Error::PoolTooSmall`] if they would not fit under the cap next to what the pool holds;
-    /// [`Error::OutOfMemory`] if the allocator fails (buffers already made stay in the pool).
+    /// [`Error::PoolTooSmall`] if they would not fit under the cap next to what the pool holds
+    /// (`requested` is what the pool would then hold); [`Error::OutOfMemory`] if the allocator
+    /// fails (buffers already made stay in the pool).
     pub fn prewarm(&self, count: usize, bytes: usize) -> Result<()> {
         let bytes = bytes.max(1);
         let total = count.saturating_mul(bytes);
         {
             let mut st = self.shared.state.lock();
-            let room = self.shared.config.max_bytes - st.stats.bytes_pinned;
-            if total > room {
-                return Err(Error::PoolTooSmall { requested: total, capacity: room });
+            let capacity = self.shared.config.max_bytes;
+            if total > capacity - st.stats.bytes_pinned {
+                return Err(Error::PoolTooSmall { requested: st.stats.bytes_pinned.saturating_add(total), capacity });
             }
             st.reserve(total);
         }
@@ -265,9 +279,14 @@ impl PinnedPool {
             st.note_peaks();
             if !st.falling_back {
                 st.falling_back = true;
+                // Only a pinned pool's fallback costs copy speed; a heap pool's costs reuse.
+                let cost = if self.is_pinned() {
+                    "pageable heap memory; host-to-device copies of these buffers will be slow"
+                } else {
+                    "fresh heap allocations, freed after use"
+                };
                 log::warn!(
-                    "pinned pool exhausted ({} of {} bytes held, {} in use): falling back to \
-                     pageable heap memory for {requests:?} bytes; H2D copies will be slow",
+                    "pool exhausted ({} of {} bytes held, {} in use): {requests:?} bytes come from {cost}",
                     st.stats.bytes_pinned,
                     self.shared.config.max_bytes,
                     st.stats.bytes_in_use,

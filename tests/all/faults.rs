@@ -18,7 +18,7 @@ use pinprove::{Config, Error, HeapAllocator, HostAllocator, PartitionTimings, Pi
 use rand::{Rng, SeedableRng};
 
 use crate::circuits::Faulty;
-use crate::support::{assert_balanced, chain, config, key};
+use crate::support::{assert_balanced, chain, config, key, partition_bytes};
 
 fn setup(lg_m: u32) -> (ProvingKey, PreparedVerifyingKey) {
     let key = key(lg_m);
@@ -100,7 +100,7 @@ fn faulty(
     panics: &[u64],
 ) -> impl FnOnce(&ProvingKey) -> pinprove::Result<FaultyBackend> + Send + 'static {
     let (errors, panics) = (errors.iter().copied().collect(), panics.iter().copied().collect());
-    move |_| Ok(FaultyBackend { inner: CpuBackend::new(), errors, panics })
+    move |_| Ok(FaultyBackend { inner: CpuBackend::new()?, errors, panics })
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn pinned_allocation_failures_fall_back_and_every_job_proves() {
     // Every third allocation fails: prewarm stops early, later checkouts fall back.
     let alloc = FailingAllocator { calls: Arc::default(), fail: |k| k % 3 == 0 };
     let pool = PinnedPool::with_allocator(PoolConfig::default(), alloc);
-    let prover = Prover::with_backends(key, config(2, 2), pool, vec![|_: &ProvingKey| Ok(CpuBackend::new())]).unwrap();
+    let prover = Prover::with_backends(key, config(2, 2), pool, vec![|_: &ProvingKey| CpuBackend::new()]).unwrap();
     assert_eq!(prover.pool().stats().allocations, 2, "prewarm stopped at the 3rd allocation");
     for batch in 0..3 {
         assert_proves(&prover, &pvk, 6, batch * 20..batch * 20 + 20);
@@ -129,7 +129,7 @@ fn a_backend_error_fails_its_partition_and_a_panic_retires_the_proving_thread() 
     let results = prover.prove((0..6).map(|i| chain(5, i)).collect()).unwrap();
     assert!(verify_proof(&pvk, results[0].as_ref().unwrap(), &chain(5, 0).public_inputs()).unwrap());
     assert!(matches!(&results[1], Err(Error::Backend(m)) if m == "injected device fault at job 1"));
-    assert!(matches!(&results[2], Err(Error::WorkerPanicked(m)) if m == "injected backend panic"));
+    assert!(matches!(&results[2], Err(Error::BackendPanicked(m)) if m == "injected backend panic"));
     for r in &results[3..] {
         assert!(matches!(r, Err(Error::PipelineClosed)), "{r:?}");
     }
@@ -153,7 +153,7 @@ fn with_two_proving_threads_one_retiring_leaves_the_other_serving() {
     )
     .unwrap();
     let results = prover.prove((0..12).map(|i| chain(5, i)).collect()).unwrap();
-    assert!(matches!(&results[3], Err(Error::WorkerPanicked(_))));
+    assert!(matches!(&results[3], Err(Error::BackendPanicked(_))));
     for (i, r) in results.iter().enumerate().filter(|(i, _)| *i != 3) {
         assert!(verify_proof(&pvk, r.as_ref().unwrap(), &chain(5, i as u64).public_inputs()).unwrap(), "job {i}");
     }
@@ -184,11 +184,17 @@ fn dropping_a_prover_mid_batch_answers_every_job_and_returns_every_buffer() {
     let (key, _) = setup(8);
     let pool = PinnedPool::new(PoolConfig::default());
     let prover =
-        Prover::with_backends(key, config(2, 2), pool.clone(), vec![|_: &ProvingKey| Ok(CpuBackend::new())]).unwrap();
+        Prover::with_backends(key, config(2, 2), pool.clone(), vec![|_: &ProvingKey| CpuBackend::new()]).unwrap();
     let pending: Vec<_> = (0..40).map(|i| prover.submit(chain(8, i), Scalar::ONE, Scalar::ONE)).collect();
     let mut pending = pending.into_iter();
     pending.next().unwrap().wait().unwrap(); // the pipeline is running
     drop(prover);
+    // Circuits mid-synthesis run to their end and then give their buffers back.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while pool.stats().outstanding() > 0 {
+        assert!(std::time::Instant::now() < deadline, "buffers never came back: {:?}", pool.stats());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let (mut proved, mut closed) = (1, 0);
     for p in pending {
         match p.wait() {
@@ -205,8 +211,7 @@ fn dropping_a_prover_mid_batch_answers_every_job_and_returns_every_buffer() {
 #[test]
 fn shrinking_under_a_cap_while_proving_never_exceeds_it_and_falls_back() {
     let (key, pvk) = setup(7);
-    let partition = 3 * key.abc_buffer_bytes();
-    let cap = 2 * partition; // the pipeline wants 2 + 2 + 1 partitions
+    let cap = 2 * partition_bytes(&key); // the pipeline wants 2 + 2 + 1 partitions
     let cfg = Config { pool: PoolConfig { max_bytes: cap, ..PoolConfig::default() }, ..config(2, 2) };
     let prover = Prover::new(key, cfg).unwrap();
     let pool = prover.pool().clone();
@@ -246,7 +251,7 @@ fn soak_thousands_of_partitions_with_random_faults() {
     let pool = PinnedPool::with_allocator(PoolConfig::default(), alloc);
     let prover =
         Prover::with_backends(key, config(threads, depth), pool.clone(), vec![faulty(&backend_errors, &[])]).unwrap();
-    let bound_bytes = prover.max_in_flight() * 3 * prover.key().abc_buffer_bytes();
+    let bound_bytes = prover.max_in_flight() * partition_bytes(prover.key());
     let mut counts = [0usize; 4]; // proved, circuit errors, circuit panics, backend errors
     for batch in 0..BATCHES {
         pool.shrink(usize::MAX / 2 * (batch % 2) as usize); // every other batch starts cold

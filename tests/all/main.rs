@@ -5,6 +5,7 @@
 mod circuits;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod embedding;
 mod faults;
 mod pipeline;
 mod pool;

@@ -247,9 +247,27 @@ fn after_prewarm_100_partitions_allocate_nothing() {
 
 /// Counts warnings seen by this binary's logger whose text contains `needle`.
 fn warnings_mentioning(needle: &str) -> usize {
+    warnings_with(needle).len()
+}
+
+/// The warnings seen by this binary's logger whose text contains `needle`.
+fn warnings_with(needle: &str) -> Vec<String> {
     static LOGGER: CapturingLogger = CapturingLogger(Mutex::new(Vec::new()));
     let _ = log::set_logger(&LOGGER).map(|()| log::set_max_level(log::LevelFilter::Warn));
-    LOGGER.0.lock().iter().filter(|m| m.contains(needle)).count()
+    LOGGER.0.lock().iter().filter(|m| m.contains(needle)).cloned().collect()
+}
+
+#[test]
+fn a_heap_pool_warns_about_reuse_not_about_copies() {
+    let cap = 2 * 1000 + 13; // a cap no other test uses: its log lines are ours
+    warnings_mentioning("");
+    let pool = PinnedPool::new(PoolConfig { max_bytes: cap, max_waste: 0.5 });
+    let held = [pool.checkout(1000).unwrap(), pool.checkout(1000).unwrap()];
+    assert!(pool.checkout(1000).unwrap().is_fallback());
+    let warnings = warnings_with(&format!("of {cap} bytes held"));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("fresh heap allocations") && !warnings[0].contains("host-to-device"), "{warnings:?}");
+    drop(held);
 }
 
 struct CapturingLogger(Mutex<Vec<String>>);

@@ -20,6 +20,11 @@ pub(crate) fn config(threads: usize, depth: usize) -> Config {
     Config { synthesis_threads: threads, max_gpu_queue_depth: depth, ..Config::default() }
 }
 
+/// Bytes of the pool buffers one partition of `key` holds (a zero-length buffer takes 1 byte).
+pub(crate) fn partition_bytes(key: &ProvingKey) -> usize {
+    pinprove::synth::witness_buffer_bytes(key).unwrap().iter().map(|b| (*b).max(1)).sum()
+}
+
 /// Every buffer checked out has come back, pooled and fallback alike.
 pub(crate) fn assert_balanced(s: &PoolStats) {
     assert_eq!(s.checkouts, s.checkins, "every buffer back: {s:?}");
