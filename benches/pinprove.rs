@@ -1,5 +1,6 @@
 //! Criterion benches: pool checkout (reuse against fresh allocation), the NTT from 2^16 to 2^20,
-//! and the whole pipeline on a small batch. CI runs them in `--quick` mode to keep them alive.
+//! the CPU MSM against blst's own call at 2^12…2^20 in G1 and G2, and the whole pipeline on a
+//! small batch. CI runs each once (`-- --test`) to keep them alive.
 
 #[path = "../examples/common/mod.rs"]
 mod common;
@@ -45,6 +46,40 @@ fn ntt(c: &mut Criterion) {
     group.finish();
 }
 
+/// pinprove's CPU MSM (blst's Pippenger, fed the key's points as they are and the scalars
+/// encoded on the way in) against blst's call alone, on scalars encoded beforehand: the
+/// difference is what the wrapper costs.
+fn cpu_msm(c: &mut Criterion) {
+    use blst::MultiPoint;
+    use blstrs::{G1Projective, G2Projective};
+    use pinprove::msm::msm;
+    let mut group = c.benchmark_group("cpu_msm");
+    let n = 1 << 20;
+    let scalars = common::random_scalars(n, 3);
+    let bytes: Vec<u8> = scalars.iter().flat_map(|s| s.to_bytes_le()).collect();
+    let g1 = common::timing_key::g1_points(n, 1);
+    let g1_blst: Vec<blst::blst_p1_affine> = g1.iter().map(|p| *p.as_ref()).collect();
+    let g2 = common::timing_key::g2_points(n, 2);
+    let g2_blst: Vec<blst::blst_p2_affine> = g2.iter().map(|p| *p.as_ref()).collect();
+    for lg in [12, 14, 16, 18, 20] {
+        let k = 1 << lg;
+        group.throughput(Throughput::Elements(k as u64));
+        group.bench_function(BenchmarkId::new("G1 pinprove msm", format!("2^{lg}")), |b| {
+            b.iter(|| msm::<G1Projective>(&g1[..k], &scalars[..k]))
+        });
+        group.bench_function(BenchmarkId::new("G1 blst mult", format!("2^{lg}")), |b| {
+            b.iter(|| g1_blst[..k].mult(&bytes[..32 * k], 255))
+        });
+        group.bench_function(BenchmarkId::new("G2 pinprove msm", format!("2^{lg}")), |b| {
+            b.iter(|| msm::<G2Projective>(&g2[..k], &scalars[..k]))
+        });
+        group.bench_function(BenchmarkId::new("G2 blst mult", format!("2^{lg}")), |b| {
+            b.iter(|| g2_blst[..k].mult(&bytes[..32 * k], 255))
+        });
+    }
+    group.finish();
+}
+
 fn pipeline(c: &mut Criterion) {
     let lg_m = 10;
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
@@ -66,6 +101,6 @@ fn pipeline(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = pool, ntt, pipeline
+    targets = pool, ntt, cpu_msm, pipeline
 }
 criterion_main!(benches);

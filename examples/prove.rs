@@ -1,34 +1,40 @@
 //! Proves a batch of MiMC hash-chain circuits through the pipeline, verifies every proof, and
 //! reports throughput, per-stage timings and pool statistics.
 //!
-//! ```text
-//! cargo run --release --example prove -- [--lg-m 14] [--proofs 16] [--threads N] [--depth 2]
-//! ```
-//! `--lg-m K` sizes the circuit to fill a domain of 2^K (constraints + inputs).
+//! Flags: `--help` (see `USAGE` below).
 
 mod common;
 
 use std::time::Instant;
 
 use common::flags::Flags;
-use common::{report, MimcChain};
+use common::{plots, report, MimcChain};
 use pinprove::groth16::{generator, prepare_verifying_key};
-use pinprove::{Config, Prover};
+use pinprove::{Config, PartitionTimings, Prover};
+
+/// What `--help` prints.
+const USAGE: &str = "cargo run --release --example prove -- [--lg-m 14] [--proofs 16] [--threads N] [--depth 2] \\
+    [--trace batch.json] [--svg timeline.svg]
+`--lg-m K` sizes the circuit to fill a domain of 2^K (constraints + inputs).";
 
 struct Args {
     lg_m: u32,
     proofs: usize,
     threads: usize,
     depth: usize,
+    trace: String,
+    svg: String,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let flags = Flags::parse(&["--lg-m", "--proofs", "--threads", "--depth"])?;
+    let flags = Flags::parse(USAGE, &["--lg-m", "--proofs", "--threads", "--depth", "--trace", "--svg"])?;
     let args = Args {
         lg_m: flags.get("--lg-m", 14)?,
         proofs: flags.get("--proofs", 16)?,
         threads: flags.get("--threads", Config::default().synthesis_threads)?,
         depth: flags.get("--depth", 2)?,
+        trace: flags.get("--trace", String::new())?,
+        svg: flags.get("--svg", String::new())?,
     };
     if !(2..=26).contains(&args.lg_m) {
         return Err("--lg-m must be between 2 and 26".into());
@@ -68,6 +74,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         warm.alloc_time.as_secs_f64()
     );
 
-    report::run_batch(&prover, (0..args.proofs as u64).map(circuit).collect(), &pvk)?;
+    let timings = report::run_batch(&prover, (0..args.proofs as u64).map(circuit).collect(), &pvk)?;
+    if !args.trace.is_empty() {
+        std::fs::write(&args.trace, PartitionTimings::chrome_trace(&timings))?;
+        println!("  trace of the batch (Chrome trace JSON, for Perfetto or chrome://tracing): {}", args.trace);
+    }
+    if !args.svg.is_empty() {
+        let title = format!("{} proofs of 2^{} on the {} backend", args.proofs, args.lg_m, prover.backend());
+        plots::timeline(&args.svg, &title, &timings)?;
+        println!("  timeline of the batch: {}", args.svg);
+    }
     Ok(())
 }

@@ -1,9 +1,7 @@
 //! Ours against the peer, in one run: the same circuits, key and r, s proved by pinprove's
 //! pipeline and by bellperson 0.27's `create_proof_batch`; proofs must be identical.
 //!
-//! ```text
-//! cargo run --release --features bellperson --example vs_bellperson -- [--lg-m 14] [--proofs 8]
-//! ```
+//! Flags: `--help` (see `USAGE` below).
 
 mod common;
 
@@ -17,8 +15,11 @@ use ff::Field;
 use pinprove::groth16::{Proof, ProvingKey};
 use pinprove::{Config, PartitionTimings, Prover};
 
+/// What `--help` prints.
+const USAGE: &str = "cargo run --release --features bellperson --example vs_bellperson -- [--lg-m 14] [--proofs 8]";
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let flags = Flags::parse(&["--lg-m", "--proofs"])?;
+    let flags = Flags::parse(USAGE, &["--lg-m", "--proofs"])?;
     let (lg_m, proofs) = (flags.get("--lg-m", 14u32)?, flags.get("--proofs", 8usize)?);
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
     let circuit = |x0: u64| MimcChain::new(x0, &constants);

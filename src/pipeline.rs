@@ -170,8 +170,10 @@ impl Partition {
 }
 
 /// What the prover's handle, its workers and its proving threads share.
-#[derive(Default)]
 struct Shared {
+    /// When the prover was made: the origin of the timings' `synthesis_start` and
+    /// `proving_start`.
+    epoch: Instant,
     timings: Mutex<Vec<PartitionTimings>>,
     /// The answer senders of jobs not yet answered nor claimed by a proving thread.
     pending: Mutex<HashMap<u64, Sender<Result<Proof>>>>,
@@ -187,6 +189,19 @@ struct Shared {
 }
 
 impl Shared {
+    fn new(proving_threads: usize) -> Self {
+        Shared {
+            epoch: Instant::now(),
+            timings: Mutex::default(),
+            pending: Mutex::default(),
+            unanswered: Mutex::default(),
+            all_answered: Condvar::new(),
+            closing: AtomicBool::default(),
+            failed: AtomicBool::default(),
+            serving: AtomicUsize::new(proving_threads),
+        }
+    }
+
     fn stopped(&self) -> bool {
         self.closing.load(Ordering::Acquire) || self.failed.load(Ordering::Acquire)
     }
@@ -391,7 +406,7 @@ impl Prover {
 
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth);
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
-        let shared = Arc::new(Shared { serving: AtomicUsize::new(factories.len()), ..Shared::default() });
+        let shared = Arc::new(Shared::new(factories.len()));
         let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&key.vk)));
         let mut proving_threads = Vec::with_capacity(factories.len());
         let mut backend = "";
@@ -627,6 +642,7 @@ impl SynthesisContext {
             return reply.answer(Err(Error::PipelineClosed));
         }
         let start = Instant::now();
+        let synthesis_worker = rayon::current_thread_index().unwrap_or(0);
         let witness = match catch_unwind(AssertUnwindSafe(|| synthesize(circuit, &self.key, &self.pool))) {
             Ok(Ok(witness)) => witness,
             // The witness, if any, was dropped while unwinding: its buffers are back.
@@ -635,6 +651,8 @@ impl SynthesisContext {
         };
         let timings = PartitionTimings {
             job: reply.job,
+            synthesis_worker,
+            synthesis_start: start - self.shared.epoch,
             synthesis: start.elapsed(),
             pinned: witness.is_pinned(),
             ..Default::default()
@@ -676,6 +694,7 @@ fn proving_loop<B: Backend>(
         };
         let start = Instant::now();
         t.device = device;
+        t.proving_start = start - shared.epoch;
         t.queue_wait = start - sent_at;
         t.input_wait = start - idle_since;
         let result = catch_unwind(AssertUnwindSafe(|| -> Result<Proof> {

@@ -1,4 +1,5 @@
-//! Per-partition timings, the pipeline's measure of where time goes.
+//! Per-partition timings, the pipeline's measure of where time goes, and their export as a
+//! Chrome trace (loadable in Perfetto or chrome://tracing) to see a batch as a timeline.
 //!
 //! The synthesis workers fill the first fields, the proving thread the wait and busy times
 //! (after the source system's barrier_wait_ms and mutex_held_ms), and the backend its stages.
@@ -11,9 +12,15 @@ use std::time::Duration;
 pub struct PartitionTimings {
     /// Submission order of the job, from 0 per prover.
     pub job: u64,
-    /// Which proving thread (backend) proved it: the index of its factory, which for
-    /// `backend::cuda::prover` is the position of its device in the device list.
+    /// Which proving thread (backend) proved it: the index of its factory in
+    /// [`Prover::with_backends`](crate::Prover::with_backends), one per device.
     pub device: usize,
+    /// Which thread of the prover's synthesis pool synthesized it.
+    pub synthesis_worker: usize,
+    /// When its synthesis started, measured from the prover's creation.
+    pub synthesis_start: Duration,
+    /// When its proving thread took it, measured from the prover's creation.
+    pub proving_start: Duration,
     /// Checkout of a/b/c plus the circuit's synthesis, on a synthesis thread.
     pub synthesis: Duration,
     /// From the end of synthesis to the proving thread taking the partition; includes the time
@@ -118,11 +125,14 @@ impl PartitionTimings {
     }
 
     /// Sums of each duration over `timings`, with `job` set to the number of partitions and
-    /// `device` to the highest device index.
+    /// `device` and `synthesis_worker` to the highest index.
     pub fn total<'a>(timings: impl IntoIterator<Item = &'a PartitionTimings>) -> PartitionTimings {
         timings.into_iter().fold(PartitionTimings::default(), |acc, t| PartitionTimings {
             job: acc.job + 1,
             device: acc.device.max(t.device),
+            synthesis_worker: acc.synthesis_worker.max(t.synthesis_worker),
+            synthesis_start: acc.synthesis_start + t.synthesis_start,
+            proving_start: acc.proving_start + t.proving_start,
             synthesis: acc.synthesis + t.synthesis,
             queue_wait: acc.queue_wait + t.queue_wait,
             input_wait: acc.input_wait + t.input_wait,
@@ -151,5 +161,59 @@ impl PartitionTimings {
             verify: acc.verify + t.verify,
             pinned: acc.pinned || t.pinned,
         })
+    }
+}
+
+impl PartitionTimings {
+    /// The timings as a Chrome trace (the JSON array format that Perfetto and
+    /// chrome://tracing load): one track per synthesis worker and per proving thread, one for
+    /// each device's stages (copies, NTT steps, each MSM; CUDA backend), and one for proof
+    /// verification. Device stages are drawn from the moment their proving thread took the
+    /// partition, one after the other, with their device-measured lengths.
+    pub fn chrome_trace(timings: &[PartitionTimings]) -> String {
+        let mut events: Vec<String> = Vec::new();
+        let mut tracks = std::collections::BTreeMap::new();
+        let mut event = |tid: usize, track: String, name: String, start: Duration, length: Duration| {
+            tracks.entry(tid).or_insert(track);
+            if !length.is_zero() {
+                events.push(format!(
+                    r#"{{"name":"{name}","ph":"X","pid":1,"tid":{tid},"ts":{:.3},"dur":{:.3}}}"#,
+                    start.as_secs_f64() * 1e6,
+                    length.as_secs_f64() * 1e6
+                ));
+            }
+        };
+        for t in timings {
+            let job = t.job;
+            let worker = t.synthesis_worker;
+            event(worker, format!("synthesis {worker}"), format!("synthesize {job}"), t.synthesis_start, t.synthesis);
+            let proving = 1000 + t.device;
+            event(proving, format!("proving thread {}", t.device), format!("prove {job}"), t.proving_start, t.gpu_busy);
+            let verify_start = t.proving_start + t.gpu_busy;
+            event(3000, "verification".into(), format!("verify {job}"), verify_start, t.verify);
+            let n = &t.ntt_steps;
+            let m = &t.msm_steps;
+            let stages = [
+                ("h2d", t.h2d),
+                ("iNTT+shift", n.intt),
+                ("coset NTT", n.coset_ntt),
+                ("quotient", n.quotient),
+                ("coset iNTT", n.coset_intt),
+                ("MSM h", m.h),
+                ("MSM l", m.l),
+                ("MSM a", m.a),
+                ("MSM b G1", m.b_g1),
+                ("MSM b G2", m.b_g2),
+            ];
+            let mut at = t.proving_start + t.gpu_lock_wait;
+            for (stage, length) in stages {
+                event(2000 + t.device, format!("device {}", t.device), format!("{stage} {job}"), at, length);
+                at += length;
+            }
+        }
+        for (tid, name) in &tracks {
+            events.push(format!(r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{tid},"args":{{"name":"{name}"}}}}"#));
+        }
+        format!("[\n{}\n]\n", events.join(",\n"))
     }
 }

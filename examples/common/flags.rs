@@ -9,10 +9,15 @@ pub struct Flags(BTreeMap<String, String>);
 
 impl Flags {
     /// Reads `--name value` pairs; any name not in `known` is an error that lists them.
-    pub fn parse(known: &[&str]) -> Result<Self, String> {
+    /// `--help` (or `-h`) prints `usage` and exits.
+    pub fn parse(usage: &str, known: &[&str]) -> Result<Self, String> {
         let mut flags = BTreeMap::new();
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
+            if flag == "--help" || flag == "-h" {
+                println!("{usage}");
+                std::process::exit(0);
+            }
             if !known.contains(&flag.as_str()) {
                 return Err(format!("unknown flag {flag}; flags: {}", known.join(" ")));
             }

@@ -4,13 +4,30 @@
 
 pub mod flags;
 pub mod pacing;
+pub mod plots;
 pub mod report;
+pub mod shapes;
+pub mod timing_key;
 
 use std::sync::Arc;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
+
+/// `n` uniformly random scalars from `seed`, made in parallel chunks.
+pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    use rand::SeedableRng;
+    use rayon::prelude::*;
+    let chunk = 1 << 14;
+    (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .flat_map_iter(|k| {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (k as u64) << 32);
+            (0..chunk.min(n - k * chunk)).map(move |_| Scalar::random(&mut rng))
+        })
+        .collect()
+}
 
 /// A MiMC-style hash chain, xᵢ₊₁ = (xᵢ + kᵢ)³: two constraints per round. The final value is
 /// a public input when `public_output` is set. `unused` adds aux variables that appear only

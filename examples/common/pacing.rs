@@ -7,6 +7,7 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use pinprove::{Config, PartitionTimings, Prover};
 
+use super::plots::PacingRow;
 use super::MimcChain;
 
 /// A chain whose synthesis first recomputes the chain `extra` times: synthesis cost to order.
@@ -29,13 +30,14 @@ impl Circuit<Scalar> for Paced {
 /// Runs `jobs` partitions at queue depths 1, 2, 4, 8, with synthesis fast (the plain chain)
 /// and slow (extra chain evaluations, chosen from the first run so that the synthesis threads
 /// together deliver half the partitions the proving thread could take), and prints one row per
-/// run. `prover` makes a prover for a config (CPU or CUDA backend).
+/// run, and returns the rows. `prover` makes a prover for a config (CPU or CUDA backend).
 pub fn study(
     jobs: u64,
     constants: &std::sync::Arc<Vec<Scalar>>,
     base: Config,
     prover: &dyn Fn(Config) -> pinprove::Result<Prover>,
-) -> pinprove::Result<()> {
+) -> pinprove::Result<Vec<PacingRow>> {
+    let mut rows = Vec::new();
     println!("  synthesis  depth  proofs/s  proving busy %  h stage %  peak partitions out");
     let mut extra = 0;
     for (name, slow) in [("fast", false), ("slow", true)] {
@@ -50,14 +52,21 @@ pub fn study(
             let t = PartitionTimings::total(&prover.take_timings());
             let h_stage = (t.h2d + t.ntt + t.d2h).as_secs_f64();
             let s = prover.pool().stats();
-            let partition = 3 * prover.key().abc_buffer_bytes();
+            let partition: usize = pinprove::synth::witness_buffer_bytes(prover.key())?.iter().sum();
+            let row = PacingRow {
+                depth,
+                slow,
+                proofs_per_s: jobs as f64 / wall,
+                busy: 100.0 * t.gpu_busy.as_secs_f64() / wall,
+            };
             println!(
                 "  {name:<9} {depth:>6} {:>9.2} {:>15.1} {:>10.1} {:>20.1}",
-                jobs as f64 / wall,
-                100.0 * t.gpu_busy.as_secs_f64() / wall,
+                row.proofs_per_s,
+                row.busy,
                 100.0 * h_stage / wall,
                 s.peak_bytes_checked_out as f64 / partition as f64
             );
+            rows.push(row);
             if !slow && depth == 1 {
                 // Aim for a synthesis rate of half the proving rate: each of the threads spends
                 // 2·threads·busy per partition, the extra in timed chain evaluations.
@@ -72,5 +81,5 @@ pub fn study(
             println!("  (slow synthesis: {extra} extra chain evaluations per partition)");
         }
     }
-    Ok(())
+    Ok(rows)
 }

@@ -1,22 +1,52 @@
-//! The examples' batch report: throughput, per-stage timings, busy fraction, pool counters.
+//! The examples' batch report: a progress line while a batch runs, then throughput, stage
+//! timings, busy fractions and pool counters.
 
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use pinprove::groth16::{verify_proof, PreparedVerifyingKey};
-use pinprove::{PartitionTimings, PoolStats, Prover};
+use pinprove::{Circuit, Field, PartitionTimings, PoolStats, Proof, Prover, Scalar};
 
 use super::MimcChain;
 
-/// Proves `circuits` as one batch, verifies every proof, and prints the report.
+/// Submits every circuit (fresh random r, s) and waits for each answer in turn; on a terminal,
+/// a progress line (done/total, proofs/s, ETA) is kept up to date.
+pub fn prove_with_progress<C>(prover: &Prover, circuits: Vec<C>) -> Vec<pinprove::Result<Proof>>
+where
+    C: Circuit<Scalar> + Send + 'static,
+{
+    let (total, start) = (circuits.len(), Instant::now());
+    let mut rng = rand::thread_rng();
+    let pending: Vec<_> =
+        circuits.into_iter().map(|c| prover.submit(c, Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let progress = std::io::stderr().is_terminal();
+    let mut results = Vec::with_capacity(total);
+    for p in pending {
+        results.push(p.wait());
+        if progress {
+            let (done, seconds) = (results.len(), start.elapsed().as_secs_f64());
+            let rate = done as f64 / seconds;
+            eprint!("\r  {done}/{total} proofs, {rate:.2} proofs/s, ETA {:.0} s   ", (total - done) as f64 / rate);
+            let _ = std::io::stderr().flush();
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    results
+}
+
+/// Proves `circuits` as one batch, verifies every proof, prints the report and returns the
+/// batch's timings.
 pub fn run_batch(
     prover: &Prover,
     circuits: Vec<MimcChain>,
     pvk: &PreparedVerifyingKey,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<Vec<PartitionTimings>, Box<dyn std::error::Error>> {
     let inputs: Vec<_> = circuits.iter().map(MimcChain::public_inputs).collect();
     let n = circuits.len();
     let start = Instant::now();
-    let results = prover.prove(circuits)?;
+    let results = prove_with_progress(prover, circuits);
     let wall = start.elapsed();
     for (i, (result, inputs)) in results.into_iter().zip(&inputs).enumerate() {
         if !verify_proof(pvk, &result?, inputs)? {
@@ -24,13 +54,14 @@ pub fn run_batch(
         }
     }
     println!("  backend {}: {n}/{n} proofs verified", prover.backend());
-    print_batch(n, wall, &prover.take_timings(), &prover.pool().stats(), prover.pool().is_pinned());
-    Ok(())
+    let timings = prover.take_timings();
+    print_batch(n, wall, &timings, &prover.pool().stats(), prover.pool().is_pinned());
+    Ok(timings)
 }
 
 type Stage = fn(&PartitionTimings) -> Duration;
 
-const STAGES: [(&str, Stage); 14] = [
+const STAGES: [(&str, Stage); 20] = [
     ("synthesis", |t| t.synthesis),
     ("queue wait", |t| t.queue_wait),
     ("input wait", |t| t.input_wait),
@@ -43,8 +74,14 @@ const STAGES: [(&str, Stage); 14] = [
     ("ntt: coset intt", |t| t.ntt_steps.coset_intt),
     ("ntt (h stage)", |t| t.ntt),
     ("d2h", |t| t.d2h),
+    ("msm: h (G1)", |t| t.msm_steps.h),
+    ("msm: l (G1)", |t| t.msm_steps.l),
+    ("msm: a (G1)", |t| t.msm_steps.a),
+    ("msm: b (G1)", |t| t.msm_steps.b_g1),
+    ("msm: b (G2)", |t| t.msm_steps.b_g2),
     ("msm", |t| t.msm),
     ("busy", |t| t.gpu_busy),
+    ("verify (compute pool)", |t| t.verify),
 ];
 
 /// Prints one batch: `proofs` proofs in `wall`, their partitions' timings and the pool's stats.
@@ -64,6 +101,13 @@ pub fn print_batch(proofs: usize, wall: Duration, timings: &[PartitionTimings], 
         "  proving thread busy: {:.1} % of the batch's wall time",
         100.0 * total.gpu_busy.as_secs_f64() / wall.as_secs_f64()
     );
+    let device = PartitionTimings::device_busy(timings);
+    if !device.is_zero() {
+        println!(
+            "  device busy (union of its copy and kernel intervals): {:.1} % of the batch's wall time",
+            100.0 * device.as_secs_f64() / wall.as_secs_f64()
+        );
+    }
     println!(
         "  pool: {} allocations ({:.3} s), {} reuses, {} fallbacks; checkouts {} = checkins {}; peak {:.1} MiB held, {:.1} MiB in use; pinned: {pinned}",
         pool.allocations,

@@ -50,9 +50,10 @@ impl Backend for CpuBackend {
     fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
         let start = Instant::now();
         let m = key.domain_size();
+        // The tables too are computed in parallel: on this backend's pool, like the transforms.
         let domain = match self.domain.take() {
             Some(d) if d.size() == m => d,
-            _ => Domain::new(m)?,
+            _ => self.pool.install(|| Domain::new(m))?,
         };
         self.pool.install(|| domain.compute_h(&mut w.abc.a, &mut w.abc.b, &mut w.abc.c));
         self.domain = Some(domain);

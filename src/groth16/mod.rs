@@ -8,8 +8,10 @@
 mod bellperson;
 pub mod generator;
 mod key;
+mod params;
 pub mod prover;
 pub mod verifier;
 
 pub use key::{Proof, ProvingKey, VerifyingKey, PROOF_BYTES};
+pub use params::Check;
 pub use verifier::{prepare_verifying_key, verify_proof, PreparedVerifyingKey};

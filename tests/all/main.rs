@@ -7,6 +7,7 @@ mod circuits;
 mod cuda;
 mod embedding;
 mod faults;
+mod params;
 mod pipeline;
 mod pool;
 mod prove;

@@ -1,0 +1,93 @@
+//! Loading proving keys from parameter files (bellperson 0.27's layout), ours against
+//! bellperson's `Parameters::read`, checked and unchecked, each in a fresh process so that
+//! its peak resident memory (VmHWM) is its own, beside the key's size.
+//!
+//! Flags: `--help` (see `USAGE` below).
+
+mod common;
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::process::Command;
+use std::time::Instant;
+
+use blstrs::Bls12;
+use common::flags::Flags;
+use common::shapes::Shape;
+use common::timing_key::timing_key;
+use pinprove::groth16::Check;
+use pinprove::ProvingKey;
+
+/// What `--help` prints.
+const USAGE: &str = "cargo run --release --example params_load -- --write FILE [--shape dense] [--lg-m 20]
+cargo run --release --example params_load -- --compare FILE [--bellperson-checked 1]
+`--write` makes a timing-only key (not a setup: see examples/common/timing_key.rs);
+`--compare` runs the four loads; `--bellperson-checked 0` skips bellperson's checked load,
+which checks every point's subgroup on one core (minutes at 2^20).";
+
+/// Peak resident memory of this process, in bytes (Linux).
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok());
+    kb.unwrap_or(0u64) * 1024
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let flags =
+        Flags::parse(USAGE, &["--write", "--shape", "--lg-m", "--compare", "--load", "--how", "--bellperson-checked"])?;
+    let (write, compare, load): (String, String, String) = (
+        flags.get("--write", String::new())?,
+        flags.get("--compare", String::new())?,
+        flags.get("--load", String::new())?,
+    );
+    if !write.is_empty() {
+        let (shape, lg_m) = (Shape::parse(&flags.get("--shape", "dense".to_owned())?)?, flags.get("--lg-m", 20u32)?);
+        let start = Instant::now();
+        let key = timing_key(shape, lg_m, 7);
+        key.write(BufWriter::with_capacity(1 << 24, File::create(&write)?))?;
+        println!(
+            "wrote a timing-only {} 2^{lg_m} key to {write} in {:.1} s",
+            shape.name(),
+            start.elapsed().as_secs_f64()
+        );
+    } else if !load.is_empty() {
+        let how: String = flags.get("--how", String::new())?;
+        let size = std::fs::metadata(&load)?.len();
+        let start = Instant::now();
+        let reader = BufReader::with_capacity(1 << 24, File::open(&load)?);
+        match how.as_str() {
+            "pinprove-checked" => drop(ProvingKey::read(reader, Check::Full)?),
+            "pinprove-unchecked" => drop(ProvingKey::read(reader, Check::OnCurve)?),
+            "bellperson-checked" => drop(bellperson::groth16::Parameters::<Bls12>::read(reader, true)?),
+            "bellperson-unchecked" => drop(bellperson::groth16::Parameters::<Bls12>::read(reader, false)?),
+            other => return Err(format!("unknown --how {other}").into()),
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let rss = peak_rss();
+        println!("  {how:<22} {seconds:>9.2} s {:>10.1} MB {:>12.2}", rss as f64 / 1e6, rss as f64 / size as f64);
+    } else if !compare.is_empty() {
+        let size = std::fs::metadata(&compare)?.len();
+        println!(
+            "loading {compare} ({:.1} MB, about the key's size in memory) on {} threads",
+            size as f64 / 1e6,
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        );
+        println!("  {:<22} {:>11} {:>13} {:>12}", "load", "time", "peak RSS", "RSS / file");
+        let mut hows = vec!["pinprove-checked", "pinprove-unchecked", "bellperson-unchecked"];
+        if flags.get("--bellperson-checked", 1u8)? == 1 {
+            hows.push("bellperson-checked");
+        }
+        for how in hows {
+            let status = Command::new(std::env::current_exe()?).args(["--load", &compare, "--how", how]).status()?;
+            if !status.success() {
+                return Err(format!("{how} failed ({status})").into());
+            }
+        }
+    } else {
+        return Err("give --write FILE, --compare FILE (see the doc comment of params_load.rs)".into());
+    }
+    Ok(())
+}

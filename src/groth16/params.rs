@@ -1,0 +1,249 @@
+//! Proving keys to and from bellperson 0.27's parameter files (`Parameters::write`, what
+//! Filecoin's `.params` files hold), streamed straight into and out of a [`ProvingKey`].
+//!
+//! Layout (every point uncompressed, big-endian, as `to_uncompressed` writes it): the
+//! verifying key (α₁, β₁, β₂, γ₂, δ₁, δ₂, then a u32 BE count and the IC points), then the
+//! h, l, a, b_g1 (G1) and b_g2 (G2) queries, each a u32 BE count and its points.
+//!
+//! Reading decodes each chunk of points on every core while nothing else is held: the key's
+//! vectors are allocated once, at their exact length, and only after the length field has
+//! been checked against the bytes left, so a corrupt length costs an error, not an
+//! allocation. Like bellperson, every point must decode, and the query points must not be at
+//! infinity; [`Check::Full`] also checks that each one is in its prime-order subgroup (the
+//! verifying key's points always are).
+
+use std::io::{Read, Seek, SeekFrom, Write};
+
+use blstrs::{G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use group::UncompressedEncoding;
+use rayon::prelude::*;
+
+use super::{ProvingKey, VerifyingKey};
+use crate::error::{Error, Result};
+
+/// How much of each point a read checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Check {
+    /// On the curve and in its prime-order subgroup (the default: files are inputs).
+    #[default]
+    Full,
+    /// On the curve only, for files the caller trusts (much faster: no subgroup checks).
+    OnCurve,
+}
+
+/// Points decoded per parallel batch: 6 MiB of G1 points, 12 MiB of G2 points.
+const BATCH: usize = 1 << 16;
+
+/// A point type of the file format.
+trait FilePoint: PrimeCurveAffine + UncompressedEncoding + Send {
+    /// Bytes of its uncompressed encoding.
+    const BYTES: usize;
+    /// Whether it lies in the prime-order subgroup.
+    fn in_subgroup(&self) -> bool;
+}
+
+impl FilePoint for G1Affine {
+    const BYTES: usize = 96;
+    fn in_subgroup(&self) -> bool {
+        self.is_torsion_free().into()
+    }
+}
+
+impl FilePoint for G2Affine {
+    const BYTES: usize = 192;
+    fn in_subgroup(&self) -> bool {
+        self.is_torsion_free().into()
+    }
+}
+
+/// A reader that knows its offset and the bytes left, for errors that say where.
+struct Source<R> {
+    reader: R,
+    offset: u64,
+    len: u64,
+}
+
+impl<R: Read + Seek> Source<R> {
+    fn new(mut reader: R) -> Result<Self> {
+        let io = |e: std::io::Error| Error::Decode {
+            what: format!("the parameters ({e})"),
+            offset: 0,
+            reason: "unreadable",
+        };
+        let offset = reader.stream_position().map_err(io)?;
+        let len = reader.seek(SeekFrom::End(0)).map_err(io)?;
+        reader.seek(SeekFrom::Start(offset)).map_err(io)?;
+        Ok(Source { reader, offset, len })
+    }
+
+    fn left(&self) -> u64 {
+        self.len.saturating_sub(self.offset)
+    }
+
+    /// Fills `buf`, or names `what` as cut short (or unreadable).
+    fn read_exact(&mut self, buf: &mut [u8], what: impl FnOnce() -> String) -> Result<()> {
+        let at = self.offset;
+        let reason = if (buf.len() as u64) > self.left() {
+            "the file ends inside it"
+        } else {
+            match self.reader.read_exact(buf) {
+                Ok(()) => {
+                    self.offset += buf.len() as u64;
+                    return Ok(());
+                }
+                Err(_) => "it cannot be read",
+            }
+        };
+        Err(Error::Decode { what: what(), offset: at, reason })
+    }
+
+    /// A u32 BE count of `what` items of `bytes` each, checked against the bytes left before
+    /// anything is allocated for them.
+    fn count(&mut self, what: &str, bytes: usize) -> Result<usize> {
+        let at = self.offset;
+        let mut buf = [0u8; 4];
+        self.read_exact(&mut buf, || format!("length of {what}"))?;
+        let count = u32::from_be_bytes(buf) as u64;
+        if count * bytes as u64 > self.left() {
+            return Err(Error::Decode {
+                what: format!("length of {what} ({count} points)"),
+                offset: at,
+                reason: "it exceeds the bytes left in the file",
+            });
+        }
+        Ok(count as usize)
+    }
+
+    /// One point of the verifying key: on the curve and in its subgroup, always.
+    fn vk_point<P: FilePoint>(&mut self, what: &str) -> Result<P> {
+        let mut repr = P::Uncompressed::default();
+        let at = self.offset;
+        self.read_exact(repr.as_mut(), || what.to_owned())?;
+        decode::<P>(&repr, Check::Full, false).map_err(|reason| Error::Decode {
+            what: what.to_owned(),
+            offset: at,
+            reason,
+        })
+    }
+
+    /// A query: its count, then its points, decoded in parallel batches.
+    fn query<P: FilePoint>(&mut self, name: &str, check: Check) -> Result<Vec<P>> {
+        let n = self.count(name, P::BYTES)?;
+        let mut points = Vec::with_capacity(n);
+        let mut bytes = vec![0u8; BATCH.min(n) * P::BYTES];
+        while points.len() < n {
+            let (first, at) = (points.len(), self.offset);
+            let batch = &mut bytes[..(n - first).min(BATCH) * P::BYTES];
+            self.read_exact(batch, || format!("{name}[{first}..{n}]"))?;
+            let decoded: Vec<P> = batch
+                .par_chunks_exact(P::BYTES)
+                .enumerate()
+                .map(|(i, b)| {
+                    let mut repr = P::Uncompressed::default();
+                    repr.as_mut().copy_from_slice(b);
+                    decode::<P>(&repr, check, true).map_err(|reason| Error::Decode {
+                        what: format!("{name}[{}]", first + i),
+                        offset: at + (i * P::BYTES) as u64,
+                        reason,
+                    })
+                })
+                .collect::<Result<_>>()?;
+            points.extend(decoded);
+        }
+        Ok(points)
+    }
+}
+
+/// A point from its encoding, or why not.
+fn decode<P: FilePoint>(repr: &P::Uncompressed, check: Check, finite: bool) -> std::result::Result<P, &'static str> {
+    // blst reads a compressed point from the first half when the compression flag (0x80) is
+    // set, and ignores the sort flag (0x20) of an uncompressed one: neither belongs here.
+    if repr.as_ref()[0] & 0xa0 != 0 {
+        return Err("flag bits an uncompressed point does not have");
+    }
+    let on_curve: Option<P> = P::from_uncompressed_unchecked(repr).into();
+    let point = on_curve.ok_or("not the encoding of a point on the curve")?;
+    if check == Check::Full && !point.in_subgroup() {
+        return Err("not in the prime-order subgroup");
+    }
+    if finite && bool::from(point.is_identity()) {
+        return Err("point at infinity");
+    }
+    Ok(point)
+}
+
+impl ProvingKey {
+    /// Reads a key in bellperson 0.27's `Parameters::write` layout (see the module docs).
+    ///
+    /// # Errors
+    /// [`Error::Decode`] naming what is wrong and where (vector, index, byte offset): a file
+    /// cut short, a length larger than the bytes left, a point that does not decode, is off its
+    /// curve, outside its subgroup (with [`Check::Full`]) or at infinity in a query;
+    /// [`Error::InvalidKey`] for queries whose lengths disagree.
+    pub fn read<R: Read + Seek>(reader: R, check: Check) -> Result<Self> {
+        let mut src = Source::new(reader)?;
+        let vk = VerifyingKey {
+            alpha_g1: src.vk_point("vk.alpha_g1")?,
+            beta_g1: src.vk_point("vk.beta_g1")?,
+            beta_g2: src.vk_point("vk.beta_g2")?,
+            gamma_g2: src.vk_point("vk.gamma_g2")?,
+            delta_g1: src.vk_point("vk.delta_g1")?,
+            delta_g2: src.vk_point("vk.delta_g2")?,
+            ic: src.query("vk.ic", Check::Full)?,
+        };
+        let key = ProvingKey {
+            vk,
+            h: src.query("h", check)?,
+            l: src.query("l", check)?,
+            a: src.query("a", check)?,
+            b_g1: src.query("b_g1", check)?,
+            b_g2: src.query("b_g2", check)?,
+        };
+        key.validate()?;
+        Ok(key)
+    }
+
+    /// Writes the key in bellperson 0.27's `Parameters::write` layout, encoding batches of
+    /// points in parallel.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] (naming the parameters) when `writer` fails.
+    pub fn write<W: Write>(&self, mut writer: W) -> Result<()> {
+        let vk = &self.vk;
+        let mut head = Vec::new();
+        head.extend_from_slice(vk.alpha_g1.to_uncompressed().as_ref());
+        head.extend_from_slice(vk.beta_g1.to_uncompressed().as_ref());
+        head.extend_from_slice(vk.beta_g2.to_uncompressed().as_ref());
+        head.extend_from_slice(vk.gamma_g2.to_uncompressed().as_ref());
+        head.extend_from_slice(vk.delta_g1.to_uncompressed().as_ref());
+        head.extend_from_slice(vk.delta_g2.to_uncompressed().as_ref());
+        let io = |e: std::io::Error| Error::Decode {
+            what: format!("the parameters ({e})"),
+            offset: 0,
+            reason: "unwritable",
+        };
+        writer.write_all(&head).map_err(io)?;
+        write_query(&mut writer, &vk.ic).map_err(io)?;
+        for query in [&self.h, &self.l, &self.a, &self.b_g1] {
+            write_query(&mut writer, query).map_err(io)?;
+        }
+        write_query(&mut writer, &self.b_g2).map_err(io)
+    }
+}
+
+fn write_query<P: FilePoint + Sync, W: Write>(writer: &mut W, points: &[P]) -> std::io::Result<()> {
+    let count = u32::try_from(points.len())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "more than 2^32 points"))?;
+    writer.write_all(&count.to_be_bytes())?;
+    let mut bytes = vec![0u8; BATCH.min(points.len()) * P::BYTES];
+    for batch in points.chunks(BATCH) {
+        let bytes = &mut bytes[..batch.len() * P::BYTES];
+        bytes
+            .par_chunks_exact_mut(P::BYTES)
+            .zip(batch)
+            .for_each(|(out, p)| out.copy_from_slice(p.to_uncompressed().as_ref()));
+        writer.write_all(bytes)?;
+    }
+    Ok(())
+}
