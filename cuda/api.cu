@@ -1,12 +1,22 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// The kernels the Rust side launches (src/backend/cuda/ffi.rs). The only translation unit of
-// the fatbin; every entry point is extern "C" and prefixed g16_. Field elements are passed as
-// fr_t (Montgomery form, 8 x u32 LE), bit-compatible with blstrs' Scalar.
+// The kernels the Rust side launches (src/backend/cuda/). The only translation unit of the
+// fatbin; every entry point is extern "C" and prefixed g16_. Field elements are passed as
+// fr_t (Montgomery form, 8 x u32 LE), bit-compatible with blstrs' Scalar; points as blst
+// lays them out (affine G1: 2 fp_t, affine G2: 2 fp2_t; Jacobian results: 3 of them).
 #ifndef PINPROVE_API_CU
 #define PINPROVE_API_CU
 
 #include "ntt/ntt.cuh"
+#include "ec/fp2.cuh"
+#include "msm/scan.cuh"
+#include "msm/buckets.cuh"
+#include "msm/accumulate.cuh"
+
+using fp_t = bls12_381::fp_t;
+using fp2 = fp2_t<fp_t>;
+
+// ---- the h stage (ntt/ntt.cuh)
 
 extern "C" __global__ void g16_bit_reverse(fr_t* d_x, uint32_t lg_n)
 {   bit_reverse(d_x, lg_n);   }
@@ -26,5 +36,65 @@ extern "C" __global__ void g16_scale_by_powers(fr_t* d_x, uint32_t lg_n, const f
 extern "C" __global__ void g16_quotient(fr_t* d_a, const fr_t* d_b, const fr_t* d_c, uint32_t lg_n,
                                         fr_t z_inv)
 {   quotient(d_a, d_b, d_c, lg_n, z_inv);   }
+
+extern "C" __global__ void g16_powers(fr_t* out, uint32_t n, fr_t base)
+{   powers(out, n, base);   }
+
+// ---- prefix sums (msm/scan.cuh)
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+g16_scan_tiles(const uint32_t* in, uint32_t div, uint32_t len, uint32_t* out, uint32_t* tile_sums)
+{   scan_tiles(in, div, len, out, tile_sums);   }
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+g16_scan_add(uint32_t* out, uint32_t len, const uint32_t* tile_offsets)
+{   scan_add(out, len, tile_offsets);   }
+
+// ---- MSM buckets, shared by G1 and G2 (msm/buckets.cuh)
+
+extern "C" __global__ void g16_msm_count(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
+                                         uint32_t* counts)
+{   msm_count(scalars, n, c, windows, counts);   }
+
+extern "C" __global__ void g16_msm_scatter(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
+                                           const uint32_t* offsets, uint32_t* cursor, uint32_t* entries)
+{   msm_scatter(scalars, n, c, windows, offsets, cursor, entries);   }
+
+extern "C" __global__ void g16_msm_max(const uint32_t* v, uint32_t len, uint32_t* max_out)
+{   msm_max(v, len, max_out);   }
+
+// ---- MSM sums, per group (msm/accumulate.cuh)
+
+#define MSM_KERNELS(G, field, THREADS, BLOCKS)                                                          \
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS)                                           \
+g16_msm_sum_bases_##G(const affine_t<field>* bases, const uint32_t* entries, const uint32_t* off_in,    \
+                      const uint32_t* off_out, uint32_t keys, uint32_t L, xyzz_t<field>* out)           \
+{   msm_sum_bases(bases, entries, off_in, off_out, keys, L, out);   }                                   \
+                                                                                                        \
+extern "C" __global__ void __launch_bounds__(THREADS)                                                   \
+g16_msm_sum_sums_##G(const xyzz_t<field>* in, const uint32_t* off_in, const uint32_t* off_out,          \
+                     uint32_t keys, uint32_t L, xyzz_t<field>* out)                                     \
+{   msm_sum_sums(in, off_in, off_out, keys, L, out);   }                                                \
+                                                                                                        \
+extern "C" __global__ void __launch_bounds__(THREADS)                                                   \
+g16_msm_bucket_segments_##G(const xyzz_t<field>* sums, const uint32_t* off, uint32_t c,                 \
+                            uint32_t windows, uint32_t S, xyzz_t<field>* segments)                      \
+{   msm_bucket_segments(sums, off, c, windows, S, segments);   }                                        \
+                                                                                                        \
+extern "C" __global__ void __launch_bounds__(THREADS)                                                   \
+g16_msm_fold_segments_##G(xyzz_t<field>* segments, uint32_t per_window, uint32_t windows,               \
+                          uint32_t stride)                                                              \
+{   msm_fold_segments(segments, per_window, windows, stride);   }                                       \
+                                                                                                        \
+extern "C" __global__ void __launch_bounds__(THREADS)                                                   \
+g16_msm_window_sums_##G(const xyzz_t<field>* segments, uint32_t per_window, uint32_t windows,           \
+                        jacobian_t<field>* out)                                                         \
+{   msm_window_sums(segments, per_window, windows, out);   }
+
+// Threads per block of the G1 and G2 kernels (MSM_THREADS_G1/G2 in src/backend/cuda/msm.rs), and
+// the blocks per multiprocessor the bucket sums ask for: 2 × 256 G1 threads cap them at 128
+// registers, which ptxas meets without spilling.
+MSM_KERNELS(g1, fp_t, 256, 2)
+MSM_KERNELS(g2, fp2, 128, 1)
 
 #endif

@@ -1,12 +1,10 @@
 //! The CUDA backend measured on its device, each figure beside its reference in one run:
 //! H2D bandwidth from pinned pool buffers against pageable memory, NTT time per size against
-//! the data-movement bound, the pipeline on the GPU against the CPU backend, and the pacing
-//! study (queue depth against busy time and memory) on the CUDA backend.
+//! the data-movement bound, G1 and G2 MSM times per size (bases resident, random scalars), the
+//! pipeline on the GPU against the CPU backend, and the pacing study (queue depth against busy
+//! time and memory) on the CUDA backend.
 //!
-//! ```text
-//! cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] [--max-lg-ntt 26] [--pacing-jobs 32]
-//! ```
-//! `--proofs 0` stops after the bandwidth and NTT sections.
+//! Flags: `--help` (see `USAGE` below).
 
 mod common;
 
@@ -14,27 +12,36 @@ use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use common::flags::Flags;
+use common::timing_key::{g1_points, g2_points};
 use common::{pacing, report, MimcChain};
 use ff::Field;
-use pinprove::backend::cuda::{self, CudaBackend, CudaDevice, Transform};
+use pinprove::backend::cuda::{self, CudaBackend, CudaDevice, MsmRun, Transform};
 use pinprove::groth16::{generator, prepare_verifying_key};
 use pinprove::{Config, PinnedPool, PinnedVec, PoolConfig, Prover};
 use rayon::prelude::*;
+
+/// What `--help` prints.
+const USAGE: &str = "cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] \\
+    [--max-lg-ntt 26] [--max-lg-msm 24] [--pacing-jobs 0]
+`--proofs 0` stops after the bandwidth, NTT and MSM sections; `--pacing-jobs 0` skips the
+pacing study.";
 
 /// Device memory bandwidth measured on the H200 (device-to-device copy, bytes read + written).
 const DEVICE_BYTES_PER_S: f64 = 4.3e12;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let flags = Flags::parse(&["--lg-m", "--proofs", "--max-lg-ntt", "--pacing-jobs"])?;
+    let flags = Flags::parse(USAGE, &["--lg-m", "--proofs", "--max-lg-ntt", "--max-lg-msm", "--pacing-jobs"])?;
     let (lg_m, proofs) = (flags.get("--lg-m", 16u32)?, flags.get("--proofs", 32usize)?);
-    let (max_lg_ntt, pacing_jobs) = (flags.get("--max-lg-ntt", 26u32)?, flags.get("--pacing-jobs", 32u64)?);
+    let (max_lg_ntt, max_lg_msm) = (flags.get("--max-lg-ntt", 26u32)?, flags.get("--max-lg-msm", 24u32)?);
+    let pacing_jobs = flags.get("--pacing-jobs", 0u64)?;
     let device = CudaDevice::open(0)?;
-    println!("pinprove gpu_report on {} (device 0)", device.name()?);
-    let mut gpu = device.backend()?;
+    println!("pinprove gpu_report on {} (device 0)", device.name());
+    let mut gpu = device.bare_backend()?;
 
     h2d(&device, &mut gpu)?;
     ntt(&mut gpu, max_lg_ntt)?;
+    msm(&mut gpu, max_lg_msm)?;
     drop(gpu);
     if proofs == 0 {
         return Ok(());
@@ -89,6 +96,45 @@ fn ntt(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Err
     Ok(())
 }
 
+/// G1 and G2 MSMs with resident bases and random scalars: median of 3 after a warm-up, split
+/// into the scalars' copy, the bucket sort (plan) and the sums.
+fn msm(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\nMSM on the device (median of 3)   window   h2d ms   plan ms   sums ms   total ms   ns/point");
+    let row = |group: &str, lg: u32, c: u32, runs: &mut Vec<MsmRun>| {
+        runs.sort_by_key(|r| r.plan + r.sums);
+        let r = runs[1];
+        let total = r.plan + r.sums;
+        println!(
+            "  {group} 2^{lg:<2}                          {c:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2}",
+            report::ms(r.h2d),
+            report::ms(r.plan),
+            report::ms(r.sums),
+            report::ms(total),
+            total.as_secs_f64() * 1e9 / (1u64 << lg) as f64
+        );
+    };
+    let n = 1usize << max_lg;
+    let scalars = common::random_scalars(n, 13);
+    let bases = gpu.upload_g1_bases(&g1_points(n, 11))?;
+    for lg in (20..=max_lg).step_by(2) {
+        gpu.msm_g1(&bases, &scalars[..1 << lg], None)?;
+        let mut runs = (0..3)
+            .map(|_| gpu.msm_g1(&bases, &scalars[..1 << lg], None).map(|r| r.1))
+            .collect::<Result<Vec<_>, _>>()?;
+        row("G1", lg, cuda::window_bits(1 << lg), &mut runs);
+    }
+    drop(bases);
+    let bases = gpu.upload_g2_bases(&g2_points(n, 12))?;
+    for lg in (20..=max_lg).step_by(2) {
+        gpu.msm_g2(&bases, &scalars[..1 << lg], None)?;
+        let mut runs = (0..3)
+            .map(|_| gpu.msm_g2(&bases, &scalars[..1 << lg], None).map(|r| r.1))
+            .collect::<Result<Vec<_>, _>>()?;
+        row("G2", lg, cuda::window_bits(1 << lg), &mut runs);
+    }
+    Ok(())
+}
+
 /// The same batch through the CUDA backend and the CPU backend, then the pacing study.
 fn pipeline(lg_m: u32, proofs: usize, pacing_jobs: u64) -> Result<(), Box<dyn std::error::Error>> {
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
@@ -102,18 +148,25 @@ fn pipeline(lg_m: u32, proofs: usize, pacing_jobs: u64) -> Result<(), Box<dyn st
         " cuda backend, pinned pool, {} synthesis threads, depth {}",
         config.synthesis_threads, config.max_gpu_queue_depth
     );
-    let gpu = cuda::prover(key.clone(), config, &[0])?;
+    let device = CudaDevice::open(0)?;
+    let gpu =
+        Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), vec![device.backend_factory()])?;
     report::run_batch(&gpu, circuits(), &pvk)?;
     drop(gpu);
     println!(" cpu backend, same batch");
     let cpu = Prover::new(key.clone(), config)?;
     report::run_batch(&cpu, circuits(), &pvk)?;
     drop(cpu);
+    if pacing_jobs == 0 {
+        return Ok(());
+    }
     println!(
         "\npacing study, cuda backend: {pacing_jobs} proofs of a 2^{lg_m} domain, {} synthesis threads",
         config.synthesis_threads
     );
     let key = std::sync::Arc::new(key);
-    pacing::study(pacing_jobs, &constants, config, &|config| cuda::prover(key.clone(), config, &[0]))?;
+    pacing::study(pacing_jobs, &constants, config, &|config| {
+        Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), vec![device.backend_factory()])
+    })?;
     Ok(())
 }

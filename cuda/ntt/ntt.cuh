@@ -114,6 +114,14 @@ __device__ __forceinline__ void ntt_radix8(fr_t* d_x, uint32_t lg_n, uint32_t s0
             d_x[base + j * h0] = r[j];
 }
 
+// out[i] = base^i, for the twiddle and coset tables.
+__device__ __forceinline__ void powers(fr_t* out, uint32_t n, fr_t base)
+{
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = base ^ i;
+}
+
 // x[i] *= c * g^i: the coset shift fused with the 1/m of an inverse transform.
 __device__ __forceinline__ void scale_by_powers(fr_t* d_x, uint32_t lg_n, const fr_t* pw_lo,
                                                 const fr_t* pw_hi, fr_t c)

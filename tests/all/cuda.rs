@@ -1,28 +1,89 @@
 //! The CUDA backend against the CPU backend, bit for bit. Needs a GPU: run with
 //! `--include-ignored` on the GPU machine (a skipped test is reported as ignored, never passed).
+//! Each test checks many cases and reports every one that fails, not only the first: device
+//! time is scarce, so one run should say all there is to say.
 
-use blstrs::Scalar;
+use bellperson::groth16 as bp;
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
-use pinprove::backend::cuda::{self, CudaDevice, Transform};
+use pinprove::backend::cuda::{window_bits, CudaDevice, Transform};
 use pinprove::backend::{Backend, CpuBackend};
 use pinprove::domain::Domain;
 use pinprove::groth16::{prepare_verifying_key, verify_proof};
+use pinprove::msm::{msm, CpuMsm};
 use pinprove::synth::synthesize;
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Prover};
-use rand::SeedableRng;
-use rayon::prelude::*;
+use rand::{Rng, SeedableRng};
 
-use crate::support::{chain, key};
+use crate::circuits::random_scalars;
+use crate::circuits::timing_key::{g1_points, g2_points};
+use crate::support::{chain, key, partition_bytes};
 
-fn random_vector(lg: u32, seed: u64) -> Vec<Scalar> {
-    let chunk = 1 << 14;
-    (0..(1usize << lg).div_ceil(chunk))
-        .into_par_iter()
-        .flat_map_iter(|k| {
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (k as u64) << 32);
-            (0..chunk.min(1 << lg)).map(move |_| Scalar::random(&mut rng))
-        })
-        .collect()
+/// `points` with every 1000th at infinity and every 1000th (offset 500) a copy of its
+/// predecessor, so buckets meet infinity and equal points (the doubling case).
+/// A prover on device 0, as a user builds one.
+fn cuda_prover(key: pinprove::ProvingKey, config: Config) -> Prover {
+    let device = CudaDevice::open(0).unwrap();
+    Prover::with_backends(key, config, device.pinned_pool(config.pool), vec![device.backend_factory()]).unwrap()
+}
+
+fn with_edges<P: Copy + Default>(mut points: Vec<P>) -> Vec<P> {
+    for i in (999..points.len()).step_by(1000) {
+        points[i] = P::default(); // blstrs' default affine point is the identity
+        points[i - 499] = points[i - 500];
+    }
+    points
+}
+
+/// Scalars of one kind, for the MSM cases.
+#[derive(Debug, Clone, Copy)]
+enum Scalars {
+    Random,
+    /// Zeros, ones and minus ones mixed with random values.
+    Edges,
+    /// Every scalar 1: one bucket holds every point.
+    AllOne,
+    /// The same random value everywhere.
+    Repeated,
+    /// Small values (< 2^16): only the lowest windows are used.
+    Small,
+}
+
+fn scalars(kind: Scalars, n: usize, seed: u64) -> Vec<Scalar> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    match kind {
+        Scalars::Random => random_scalars(n, seed),
+        Scalars::Edges => (0..n)
+            .map(|i| match i % 5 {
+                0 => Scalar::ZERO,
+                1 => Scalar::ONE,
+                2 => -Scalar::ONE,
+                _ => Scalar::random(&mut rng),
+            })
+            .collect(),
+        Scalars::AllOne => vec![Scalar::ONE; n],
+        Scalars::Repeated => vec![Scalar::random(&mut rng); n],
+        Scalars::Small => (0..n).map(|_| Scalar::from(rng.gen_range(0..1u64 << 16))).collect(),
+    }
+}
+
+/// Runs every MSM case on G1 or G2, collecting the failures.
+fn msm_cases<G: CpuMsm + std::fmt::Debug>(
+    cases: &[(usize, Scalars, Option<u32>)],
+    bases: &[G::Affine],
+    mut gpu: impl FnMut(&[Scalar], Option<u32>) -> pinprove::Result<G>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (i, &(n, kind, window)) in cases.iter().enumerate() {
+        let s = scalars(kind, n, i as u64);
+        let expected = msm::<G>(&bases[..n], &s);
+        match gpu(&s, window) {
+            Ok(got) if got == expected => {}
+            Ok(_) => failures.push(format!("n = {n}, {kind:?}, window {window:?}: differs from the CPU")),
+            Err(e) => failures.push(format!("n = {n}, {kind:?}, window {window:?}: {e}")),
+        }
+    }
+    failures
 }
 
 #[test]
@@ -30,12 +91,75 @@ fn opening_a_missing_device_is_a_typed_error() {
     assert!(matches!(CudaDevice::open(999), Err(Error::NoDevice { id: 999 })));
 }
 
+const KINDS: [Scalars; 5] = [Scalars::Random, Scalars::Edges, Scalars::AllOne, Scalars::Repeated, Scalars::Small];
+
+/// Runs the G1 and G2 cases on the device against the CPU MSM, and fails with every case
+/// that differs.
+fn check_msm_cases(g1_cases: &[(usize, Scalars, Option<u32>)], g2_cases: &[(usize, Scalars, Option<u32>)]) {
+    let device = CudaDevice::open(0).unwrap();
+    let mut gpu = device.bare_backend().unwrap();
+    let largest = |cases: &[(usize, Scalars, Option<u32>)]| cases.iter().map(|c| c.0).max().unwrap_or(0);
+    let g1_bases: Vec<G1Affine> = with_edges(g1_points(largest(g1_cases), 1));
+    let device_bases = gpu.upload_g1_bases(&g1_bases).unwrap();
+    let mut failures =
+        msm_cases::<G1Projective>(g1_cases, &g1_bases, |s, w| gpu.msm_g1(&device_bases, s, w).map(|(p, _)| p));
+    drop(device_bases);
+    let g2_bases: Vec<G2Affine> = with_edges(g2_points(largest(g2_cases), 2));
+    let device_bases = gpu.upload_g2_bases(&g2_bases).unwrap();
+    failures.extend(
+        msm_cases::<G2Projective>(g2_cases, &g2_bases, |s, w| gpu.msm_g2(&device_bases, s, w).map(|(p, _)| p))
+            .into_iter()
+            .map(|f| format!("G2: {f}")),
+    );
+    println!("msm cases: G1 {}, G2 {}, failed {}", g1_cases.len(), g2_cases.len(), failures.len());
+    assert!(failures.is_empty(), "{} MSM cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_msm_equals_cpu_msm_up_to_2_12_every_window() {
+    // Sizes 2^0..2^12 and odd ones with every kind of scalar; every window width at 2^10.
+    let mut g1: Vec<(usize, Scalars, Option<u32>)> = Vec::new();
+    for n in (0..=12).map(|lg| 1 << lg).chain([0, 3, 5, 1000, 4095]) {
+        g1.extend(KINDS.iter().map(|&k| (n, k, None)));
+    }
+    g1.extend((2..=21).map(|c| (1 << 10, Scalars::Edges, Some(c))));
+    let mut g2: Vec<(usize, Scalars, Option<u32>)> = Vec::new();
+    for n in [1, 2, 3, 64, 1000, 4096] {
+        g2.extend(KINDS.iter().map(|&k| (n, k, None)));
+    }
+    g2.extend([2, 5, 9, 13, 16, 21].map(|c| (1 << 10, Scalars::Edges, Some(c))));
+    check_msm_cases(&g1, &g2);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_msm_equals_cpu_msm_from_2_13_to_2_22() {
+    // G1 at every size 2^13..2^22 (random and edge scalars), the skewed kinds at 2^16 and
+    // 2^20, and every window at 2^14; G2 at 2^14..2^22.
+    let mut g1: Vec<(usize, Scalars, Option<u32>)> = Vec::new();
+    for lg in 13..=22 {
+        g1.push((1 << lg, Scalars::Random, None));
+        g1.push((1 << lg, Scalars::Edges, None));
+    }
+    g1.push((100_003, Scalars::Random, None));
+    for lg in [16, 20] {
+        g1.extend(KINDS[2..].iter().map(|&k| (1 << lg, k, None)));
+    }
+    g1.extend((2..=21).map(|c| (1 << 14, Scalars::Random, Some(c))));
+    let mut g2: Vec<(usize, Scalars, Option<u32>)> =
+        (14..=20).step_by(2).map(|lg| (1 << lg, Scalars::Random, None)).collect();
+    g2.extend(KINDS[1..].iter().map(|&k| (1 << 18, k, None)));
+    check_msm_cases(&g1, &g2);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_transforms_equal_the_cpu_for_2_10_to_2_24() {
-    let mut gpu = CudaDevice::open(0).unwrap().backend().unwrap();
-    for lg in 10..=24 {
-        let input = random_vector(lg, u64::from(lg));
+    let mut gpu = CudaDevice::open(0).unwrap().bare_backend().unwrap();
+    let mut failures = Vec::new();
+    for lg in 10u64..=24 {
+        let input = random_scalars(1 << lg, lg);
         let cpu = Domain::new(input.len()).unwrap();
         type CpuTransform = fn(&Domain, &mut [Scalar]);
         let ops: [(Transform, CpuTransform); 4] = [
@@ -47,33 +171,45 @@ fn gpu_transforms_equal_the_cpu_for_2_10_to_2_24() {
         for (transform, reference) in ops {
             let (mut on_gpu, mut on_cpu) = (input.clone(), input.clone());
             gpu.transform(&mut on_gpu, transform).unwrap();
-            reference(&cpu, &mut on_cpu);
-            assert!(on_gpu == on_cpu, "{transform:?} differs at 2^{lg}");
+            rayon::ThreadPoolBuilder::new().build().unwrap().install(|| reference(&cpu, &mut on_cpu));
+            if on_gpu != on_cpu {
+                failures.push(format!("{transform:?} at 2^{lg}"));
+            }
         }
     }
+    assert!(failures.is_empty(), "transforms differ: {failures:?}");
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
-fn gpu_h_equals_the_cpu_h_for_real_circuits() {
+fn gpu_h_and_msm_sums_equal_the_cpu_for_real_circuits() {
     let device = CudaDevice::open(0).unwrap();
-    let mut gpu = device.backend().unwrap();
     let pinned = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
     let heap = PinnedPool::new(PoolConfig::default());
+    let mut cpu = CpuBackend::new().unwrap();
     for lg in [10, 14, 16] {
         let key = key(lg);
+        let mut gpu = device.backend(&key).unwrap();
         let mut on_gpu = synthesize(chain(lg, 5), &key, &pinned).unwrap();
         let mut on_cpu = synthesize(chain(lg, 5), &key, &heap).unwrap();
-        assert!(on_gpu.abc.is_pinned() && !on_cpu.abc.is_pinned());
+        assert!(on_gpu.is_pinned() && !on_cpu.is_pinned());
         let mut t = PartitionTimings::default();
         gpu.h(&key, &mut on_gpu, &mut t).unwrap();
-        CpuBackend::new().h(&key, &mut on_cpu, &mut PartitionTimings::default()).unwrap();
+        cpu.h(&key, &mut on_cpu, &mut PartitionTimings::default()).unwrap();
         let m = key.domain_size();
-        assert!(on_gpu.abc.a[..m - 1] == on_cpu.abc.a[..m - 1], "h differs at 2^{lg}");
-        assert!(t.h2d > std::time::Duration::ZERO && t.ntt == t.ntt_steps.total() && t.d2h > std::time::Duration::ZERO);
+        let mut h = vec![Scalar::ZERO; m - 1];
+        gpu.download_h(&mut h).unwrap();
+        assert!(h == on_cpu.abc.a[..m - 1], "h differs at 2^{lg}");
+        let sums = gpu.msm(&key, &on_gpu, &mut t).unwrap();
+        let expected = cpu.msm(&key, &on_cpu, &mut PartitionTimings::default()).unwrap();
+        assert_eq!(sums, expected, "MSM sums differ at 2^{lg}");
+        assert!(t.h2d > std::time::Duration::ZERO && t.ntt == t.ntt_steps.total() && t.msm == t.msm_steps.total());
+        assert!(t.device_end > t.device_start, "{t:?}");
+        let report = device.report();
+        assert!(report.key_bytes > 0 && report.memory_used > report.key_bytes, "{report:?}");
     }
     let s = pinned.stats();
-    assert_eq!((s.checkouts, s.checkins), (9, 9));
+    assert_eq!((s.checkouts, s.checkins), (18, 18));
 }
 
 #[test]
@@ -83,29 +219,36 @@ fn gpu_pipeline_proofs_equal_cpu_proofs_and_verify() {
     let pvk = prepare_verifying_key(&key.vk);
     let config = Config { synthesis_threads: 4, max_gpu_queue_depth: 2, ..Config::default() };
     let jobs = || (0..8u64).map(|i| (chain(14, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect::<Vec<_>>();
-    let gpu = cuda::prover(key.clone(), config, &[0]).unwrap();
+    let gpu = cuda_prover(key.clone(), config);
     let cpu = Prover::new(key, config).unwrap();
     let on_gpu = gpu.prove_with_randomness(jobs()).unwrap();
     let on_cpu = cpu.prove_with_randomness(jobs()).unwrap();
+    let bp_pvk = bp::prepare_verifying_key(&bp::VerifyingKey::from(&gpu.key().vk));
     for (i, (g, c)) in on_gpu.into_iter().zip(on_cpu).enumerate() {
         let g = g.unwrap();
         assert_eq!(g, c.unwrap(), "job {i}: GPU proof differs from the CPU proof");
-        assert!(verify_proof(&pvk, &g, &chain(14, i as u64).public_inputs()).unwrap());
+        let inputs = chain(14, i as u64).public_inputs();
+        assert!(verify_proof(&pvk, &g, &inputs).unwrap());
+        assert!(bp::verify_proof(&bp_pvk, &bp::Proof::from(g), &inputs).unwrap(), "job {i}: bellperson rejects it");
     }
     assert!(gpu.pool().is_pinned());
-    assert!(gpu.take_timings().iter().all(|t| t.pinned && t.h2d > std::time::Duration::ZERO));
+    let timings = gpu.take_timings();
+    assert!(timings
+        .iter()
+        .all(|t| t.pinned && t.h2d > std::time::Duration::ZERO && t.msm_steps.b_g2 > std::time::Duration::ZERO));
+    assert!(PartitionTimings::device_busy(&timings) > std::time::Duration::ZERO);
 }
 
 #[test]
 #[ignore = "needs a CUDA device"]
 fn after_prewarm_100_partitions_allocate_no_pinned_memory() {
-    let prover = cuda::prover(key(12), Config { synthesis_threads: 4, ..Config::default() }, &[0]).unwrap();
+    let prover = cuda_prover(key(12), Config { synthesis_threads: 4, ..Config::default() });
     let warm = prover.pool().stats();
-    assert_eq!(warm.allocations, 3 * prover.max_in_flight() as u64);
+    assert_eq!(warm.allocations, 6 * prover.max_in_flight() as u64);
     let results = prover.prove((0..100).map(|i| chain(12, i)).collect()).unwrap();
     assert!(results.iter().all(Result::is_ok));
     let s = prover.pool().stats();
-    assert_eq!((s.allocations, s.reuses, s.fallbacks), (warm.allocations, 300, 0), "{s:?}");
+    assert_eq!((s.allocations, s.reuses, s.fallbacks), (warm.allocations, 600, 0), "{s:?}");
     assert_eq!(s.checkouts, s.checkins);
     assert!(s.alloc_time > std::time::Duration::ZERO, "pinning time is measured");
 }
@@ -116,9 +259,9 @@ fn pageable_partitions_prove_through_staging_and_are_counted() {
     let key = key(12);
     let pvk = prepare_verifying_key(&key.vk);
     // Room for one pinned partition only: the others fall back to the heap.
-    let pool = PoolConfig { max_bytes: 3 * key.abc_buffer_bytes(), ..PoolConfig::default() };
+    let pool = PoolConfig { max_bytes: partition_bytes(&key), ..PoolConfig::default() };
     let config = Config { synthesis_threads: 4, max_gpu_queue_depth: 2, pool, ..Config::default() };
-    let prover = cuda::prover(key, config, &[0]).unwrap();
+    let prover = cuda_prover(key, config);
     let results = prover.prove((0..12).map(|i| chain(12, i)).collect()).unwrap();
     for (i, r) in results.into_iter().enumerate() {
         assert!(verify_proof(&pvk, &r.unwrap(), &chain(12, i as u64).public_inputs()).unwrap());
@@ -126,6 +269,13 @@ fn pageable_partitions_prove_through_staging_and_are_counted() {
     let s = prover.pool().stats();
     let staged = prover.take_timings().iter().filter(|t| !t.pinned).count() as u64;
     assert!(s.fallbacks > 0 && staged > 0, "{s:?}");
-    assert_eq!(s.fallbacks, 3 * staged, "every fallback partition went through staging");
+    assert_eq!(s.fallbacks, 6 * staged, "every fallback partition went through staging");
     assert_eq!(s.checkouts, s.checkins);
+}
+
+#[test]
+fn window_bits_are_in_the_kernels_range() {
+    for lg in 0..=30 {
+        assert!((2..=21).contains(&window_bits(1 << lg)));
+    }
 }

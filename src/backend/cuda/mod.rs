@@ -1,183 +1,189 @@
-//! The CUDA backend: the h stage on an NVIDIA GPU, fed from pinned pool buffers.
+//! The CUDA backend: the whole proof on an NVIDIA GPU, fed from pinned pool buffers.
 //!
-//! One [`CudaBackend`] per proving thread owns a stream, the kernels and the device buffers of
-//! its domain size (allocated once per size, then reused). Per partition: async H2D of a/b/c
-//! (pinned buffers go straight to the DMA engine, pageable ones through two pinned staging
-//! chunks), iNTT and coset shift, coset NTT, (a·b − c)/Z, coset iNTT (`cuda/ntt/ntt.cuh`), and
-//! h back to the host buffer of a. Every copy is guarded by an `InFlight` that waits for the
-//! stream, so buffers return to the pool only after the GPU is done with them. The MSMs run on
-//! the CPU backend for now. Timings come from CUDA events.
+//! One [`CudaBackend`] per proving thread owns a stream, the kernels, the proving key's bases
+//! (uploaded once, resident: `key.rs`) and the device buffers of its partitions (allocated
+//! once, reused). Per partition: async H2D of a/b/c and of the aux, A and B scalars (pinned
+//! buffers go straight to the DMA engine, pageable ones through two pinned staging chunks);
+//! the h stage (`ntt.rs`), which leaves h on the device; the five MSMs (`msm.rs`), G2 included,
+//! on the device; the host only adds up each MSM's window sums and assembles the proof. Every
+//! copy is guarded by an `InFlight` that waits for the stream, so buffers return to the pool
+//! only after the GPU is done with them. Timings come from CUDA events.
+//!
+//! Layers: `device.rs` (the device, its context and lock), `key.rs`, `ntt.rs`, `msm.rs`, and
+//! `ffi/`, the only raw driver calls and kernel launches. Data flows one way: the pipeline
+//! drives this backend through [`Backend`]; nothing here knows the pipeline.
+//!
+//! ```no_run
+//! use pinprove::backend::cuda::CudaDevice;
+//! use pinprove::{Config, Prover, ProvingKey};
+//!
+//! fn gpu_prover(key: ProvingKey) -> pinprove::Result<Prover> {
+//!     let config = Config::default();
+//!     let devices = [CudaDevice::open(0)?, CudaDevice::open(1)?]; // one proving thread each
+//!     let pool = devices[0].pinned_pool(config.pool); // page-locked, portable to every device
+//!     Prover::with_backends(key, config, pool, devices.iter().map(CudaDevice::backend_factory).collect())
+//! }
+//! ```
 
+mod device;
 mod ffi;
+mod key;
+mod msm;
+mod ntt;
 
+pub use device::{CudaDevice, DeviceReport};
 pub use ffi::PinnedAllocator;
+pub use msm::window_bits;
+pub use ntt::Transform;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cust::context::{Context, CurrentContext};
-use cust::device::Device;
 use cust::event::{Event, EventFlags};
 use cust::stream::{Stream, StreamFlags};
+use group::Group as _;
 use parking_lot::Mutex;
 
-use self::ffi::{from_cust, DeviceScalars, Kernels, PowerTables, Staging, Twiddles};
-use super::{Backend, CpuBackend};
-use crate::domain::Roots;
+use self::ffi::{
+    download, from_cust, memory_info, upload, DeviceVec, Fatbin, MsmKernels, MsmScratch, NttKernels, Staging,
+};
+use self::ffi::{Group, G1, G2};
+use self::key::DeviceKey;
+use self::msm::combine;
+use self::ntt::DeviceDomain;
+use super::Backend;
 use crate::error::{Error, Result};
 use crate::groth16::prover::MsmSums;
 use crate::groth16::ProvingKey;
-use crate::pipeline::{Config, Prover};
-use crate::pool::PinnedPool;
 use crate::synth::Witness;
-use crate::timings::{NttSteps, PartitionTimings};
-use blstrs::Scalar;
+use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
 
-/// An opened CUDA device: its primary context and the lock its proving threads share.
-#[derive(Debug, Clone)]
-pub struct CudaDevice {
-    id: u32,
-    ctx: Context,
-    /// Held by a backend while it uses the device (the source system's GPU mutex).
-    lock: Arc<Mutex<()>>,
-}
-
-impl CudaDevice {
-    /// Opens device `id` (its primary context).
-    ///
-    /// # Errors
-    /// [`Error::NoDevice`] when there is no such device (or no CUDA device at all);
-    /// [`Error::Cuda`] when the driver fails otherwise.
-    pub fn open(id: u32) -> Result<Self> {
-        let no_device = |e: cust::error::CudaError| match e {
-            cust::error::CudaError::NoDevice | cust::error::CudaError::InvalidDevice => Error::NoDevice { id },
-            e => from_cust(e),
-        };
-        cust::init(cust::CudaFlags::empty()).map_err(no_device)?;
-        if id >= Device::num_devices().map_err(no_device)? {
-            return Err(Error::NoDevice { id });
-        }
-        let ctx = Context::new(Device::get_device(id).map_err(no_device)?).map_err(from_cust)?;
-        Ok(CudaDevice { id, ctx, lock: Arc::new(Mutex::new(())) })
-    }
-
-    /// The device ordinal.
-    pub fn id(&self) -> u32 {
-        self.id
-    }
-
-    /// The device's name, e.g. "NVIDIA H200".
-    ///
-    /// # Errors
-    /// [`Error::Cuda`] when the driver fails.
-    pub fn name(&self) -> Result<String> {
-        Device::get_device(self.id).and_then(|d| d.name()).map_err(from_cust)
-    }
-
-    /// The allocator that makes a [`PinnedPool`] page-locked.
-    pub fn pinned_allocator(&self) -> PinnedAllocator {
-        PinnedAllocator { ctx: self.ctx.clone() }
-    }
-
-    /// A backend on this device, for the calling thread (the context becomes current here).
-    ///
-    /// # Errors
-    /// [`Error::Cuda`] when the context, stream, kernels or staging buffers cannot be made.
-    pub fn backend(&self) -> Result<CudaBackend> {
-        CurrentContext::set_current(&self.ctx).map_err(from_cust)?;
-        let event = || Event::new(EventFlags::DEFAULT).map_err(from_cust);
-        Ok(CudaBackend {
-            kernels: Kernels::load()?,
-            stream: Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?,
-            staging: Staging::new()?,
-            events: [event()?, event()?, event()?, event()?, event()?, event()?, event()?],
-            domain: None,
-            lock: Arc::clone(&self.lock),
-            cpu: CpuBackend::new(),
-            _ctx: self.ctx.clone(),
-        })
-    }
-
-    /// A factory for [`Prover::with_backends`]: builds the backend on its proving thread.
-    pub fn backend_factory(&self) -> impl FnOnce(&ProvingKey) -> Result<CudaBackend> + Send + 'static {
-        let device = self.clone();
-        move |_| device.backend()
-    }
-}
-
-/// A prover with one proving thread per device in `devices`, over a pinned pool.
-///
-/// # Errors
-/// [`Error::NoDevice`] for a missing device, [`Error::Config`] for an empty list, and
-/// [`Prover::with_backends`]'s errors.
-pub fn prover(key: impl Into<Arc<ProvingKey>>, config: Config, devices: &[u32]) -> Result<Prover> {
-    let devices = devices.iter().map(|&id| CudaDevice::open(id)).collect::<Result<Vec<_>>>()?;
-    let first = devices.first().ok_or(Error::Config("at least one CUDA device is needed"))?;
-    let pool = PinnedPool::with_allocator(config.pool, first.pinned_allocator());
-    Prover::with_backends(key, config, pool, devices.iter().map(CudaDevice::backend_factory).collect())
-}
-
-/// A transform of one vector, as [`Domain`](crate::domain::Domain) has them on the CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transform {
-    /// Coefficients to evaluations.
-    Ntt,
-    /// Evaluations to coefficients.
-    Intt,
-    /// Coefficients to evaluations on the coset gH.
-    CosetNtt,
-    /// Evaluations on gH to coefficients.
-    CosetIntt,
-}
-
-/// Device buffers and tables of one domain size.
+/// G1 bases of an MSM on the device, for [`CudaBackend::msm_g1`] (the proving key's own are
+/// uploaded by [`CudaDevice::backend`]).
 #[derive(Debug)]
-struct DeviceDomain {
-    roots: Roots,
-    abc: [DeviceScalars; 3],
-    omega: Twiddles,
-    omega_inv: Twiddles,
-    g: PowerTables,
-    g_inv: PowerTables,
-    ones: PowerTables,
+pub struct G1Bases(DeviceVec<G1Affine>);
+
+/// G2 bases on the device, for [`CudaBackend::msm_g2`].
+#[derive(Debug)]
+pub struct G2Bases(DeviceVec<G2Affine>);
+
+/// Device times of one MSM run alone (from [`CudaBackend::msm_g1`] and `msm_g2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsmRun {
+    /// Copying the scalars to the device.
+    pub h2d: Duration,
+    /// Sorting the digits into buckets (with the one readback of the fullest bucket).
+    pub plan: Duration,
+    /// Summing the buckets and windows on the device.
+    pub sums: Duration,
 }
 
-impl DeviceDomain {
-    fn new(m: usize) -> Result<Self> {
-        let roots = Roots::new(m)?;
-        let m = 1usize << roots.lg_m;
-        Ok(DeviceDomain {
-            abc: [DeviceScalars::new(m)?, DeviceScalars::new(m)?, DeviceScalars::new(m)?],
-            omega: Twiddles::new(roots.omega, m)?,
-            omega_inv: Twiddles::new(roots.omega_inv, m)?,
-            g: PowerTables::new(Roots::g(), m)?,
-            g_inv: PowerTables::new(Roots::g_inv(), m)?,
-            ones: PowerTables::new(Scalar::from(1), m)?,
-            roots,
-        })
-    }
+/// The scalars of a partition's L, A and B MSMs on the device.
+#[derive(Debug)]
+struct DeviceScalars {
+    aux: DeviceVec<Scalar>,
+    a: DeviceVec<Scalar>,
+    b: DeviceVec<Scalar>,
 }
 
-/// The h stage on a CUDA device; see the module docs.
+/// Most windows of any MSM (2-bit windows), so one output buffer serves them all.
+const MAX_WINDOWS: usize = 128;
+
+/// Events of one partition, in order.
+const START: usize = 0;
+const H2D: usize = 1;
+const NTT_STEPS: usize = 2; // 4 events
+const MSM_STEPS: usize = 6; // 5 events
+const EVENTS: usize = 11;
+
+/// The whole proof on a CUDA device; see the module docs.
 #[derive(Debug)]
 pub struct CudaBackend {
-    kernels: Kernels,
+    ntt: NttKernels,
+    msm: MsmKernels,
     stream: Stream,
     staging: Staging,
-    /// start, H2D done, iNTT done, coset NTT done, quotient done, coset iNTT done, D2H done.
-    events: [Event; 7],
+    events: Vec<Event>,
+    /// Recorded when the backend was made: partitions' device intervals are measured from it.
+    epoch: Event,
     domain: Option<DeviceDomain>,
+    key: Option<DeviceKey>,
+    scalars: Option<DeviceScalars>,
+    scratch: MsmScratch,
+    /// Window sums of the four G1 MSMs and the G2 one.
+    g1_sums: [DeviceVec<G1Projective>; 4],
+    g2_sums: DeviceVec<G2Projective>,
     lock: Arc<Mutex<()>>,
-    cpu: CpuBackend,
-    /// Keeps the primary context retained while the backend lives.
+    // The last fields: the module, and the context, outlive every buffer above.
+    _fatbin: Fatbin,
     _ctx: Context,
 }
 
 impl CudaBackend {
+    fn new(device: &CudaDevice, key: Option<&ProvingKey>) -> Result<Self> {
+        CurrentContext::set_current(&device.ctx).map_err(from_cust)?;
+        let fatbin = Fatbin::load()?;
+        let event = || Event::new(EventFlags::DEFAULT).map_err(from_cust);
+        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?;
+        let epoch = event()?;
+        epoch.record(&stream).map_err(from_cust)?;
+        let mut backend = CudaBackend {
+            ntt: NttKernels::new(&fatbin)?,
+            msm: MsmKernels::new(&fatbin)?,
+            staging: Staging::new()?,
+            events: (0..EVENTS).map(|_| event()).collect::<Result<_>>()?,
+            epoch,
+            domain: None,
+            key: None,
+            scalars: None,
+            scratch: MsmScratch::default(),
+            g1_sums: [
+                DeviceVec::new(MAX_WINDOWS)?,
+                DeviceVec::new(MAX_WINDOWS)?,
+                DeviceVec::new(MAX_WINDOWS)?,
+                DeviceVec::new(MAX_WINDOWS)?,
+            ],
+            g2_sums: DeviceVec::new(MAX_WINDOWS)?,
+            lock: Arc::clone(&device.lock),
+            stream,
+            _fatbin: fatbin,
+            _ctx: device.ctx.clone(),
+        };
+        if let Some(key) = key {
+            backend.hold(key)?;
+            let (free, total) = memory_info()?;
+            let mut report = device.report.lock();
+            let resident = backend.key.as_ref().expect("just uploaded");
+            report.key_bytes = resident.bytes;
+            report.key_upload = resident.upload;
+            report.memory_used = total - free;
+            report.memory_total = total;
+        }
+        Ok(backend)
+    }
+
+    /// Uploads `key` and allocates everything a partition of it needs.
+    fn hold(&mut self, key: &ProvingKey) -> Result<()> {
+        self.key = Some(DeviceKey::upload(key, &self.stream, &self.staging)?);
+        self.domain(key.domain_size())?;
+        self.scalars = Some(DeviceScalars {
+            aux: DeviceVec::new(key.num_aux())?,
+            a: DeviceVec::new(key.a.len())?,
+            b: DeviceVec::new(key.b_g1.len())?,
+        });
+        for n in [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()] {
+            self.scratch.reserve::<G1>(n, window_bits(n))?;
+        }
+        self.scratch.reserve::<G2>(key.b_g2.len(), window_bits(key.b_g2.len()))?;
+        self.stream.synchronize().map_err(from_cust)
+    }
+
     fn domain(&mut self, m: usize) -> Result<&DeviceDomain> {
-        if self.domain.as_ref().is_none_or(|d| d.abc[0].len() != m) {
+        if self.domain.as_ref().is_none_or(|d| d.size() != m) {
             self.domain = None; // free the old size first
-            self.domain = Some(DeviceDomain::new(m)?);
+            self.domain = Some(DeviceDomain::new(&self.ntt, m, &self.stream)?);
         }
         Ok(self.domain.as_ref().expect("just made"))
     }
@@ -190,35 +196,18 @@ impl CudaBackend {
     /// [`Error::Shape`] if `v.len()` is not a power of two; [`Error::Cuda`] on a device failure.
     pub fn transform(&mut self, v: &mut [Scalar], transform: Transform) -> Result<Duration> {
         if !v.len().is_power_of_two() {
-            return Err(Error::Shape {
-                what: "transform length (a power of two)",
-                expected: v.len().next_power_of_two(),
-                got: v.len(),
-            });
+            let expected = v.len().next_power_of_two();
+            return Err(Error::Shape { what: "transform length (a power of two)", expected, got: v.len() });
         }
         self.domain(v.len())?;
-        let Self { kernels: k, stream, staging, events, domain, .. } = self;
+        let Self { ntt, stream, staging, events, domain, .. } = self;
         let d = domain.as_ref().expect("made above");
         let x = &d.abc[0];
-        ffi::upload(stream, staging, v, false, x)?.wait()?;
+        upload(stream, staging, v, false, x)?.wait()?;
         events[0].record(stream).map_err(from_cust)?;
-        match transform {
-            Transform::Ntt => k.ntt(stream, x, &d.omega)?,
-            Transform::Intt => {
-                k.ntt(stream, x, &d.omega_inv)?;
-                k.scale_by_powers(stream, x, &d.ones, d.roots.m_inv)?;
-            }
-            Transform::CosetNtt => {
-                k.scale_by_powers(stream, x, &d.g, Scalar::from(1))?;
-                k.ntt(stream, x, &d.omega)?;
-            }
-            Transform::CosetIntt => {
-                k.ntt(stream, x, &d.omega_inv)?;
-                k.scale_by_powers(stream, x, &d.g_inv, d.roots.m_inv)?;
-            }
-        }
+        d.transform(ntt, stream, x, transform)?;
         events[1].record(stream).map_err(from_cust)?;
-        ffi::download(stream, staging, x, v, false)?.wait()?;
+        download(stream, staging, x, v, false)?.wait()?;
         elapsed(&events[0], &events[1])
     }
 
@@ -228,22 +217,119 @@ impl CudaBackend {
     /// # Errors
     /// [`Error::Cuda`] on a device failure.
     pub fn time_h2d(&mut self, src: &[Scalar]) -> Result<Duration> {
-        let m = src.len().next_power_of_two();
-        self.domain(m)?;
+        self.domain(src.len().next_power_of_two())?;
         let Self { stream, staging, events, domain, .. } = self;
         let x = &domain.as_ref().expect("made above").abc[0];
         events[0].record(stream).map_err(from_cust)?;
         // Direct even for pageable memory: this measures the driver's own path.
-        ffi::upload(stream, staging, src, true, x)?.wait()?;
+        upload(stream, staging, src, true, x)?.wait()?;
         events[1].record(stream).map_err(from_cust)?;
         stream.synchronize().map_err(from_cust)?;
         elapsed(&events[0], &events[1])
+    }
+
+    /// Copies the h coefficients of the last partition (which stay on the device for the H
+    /// MSM) into `dst`, for checks against the CPU.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if no partition of `dst.len() + 1` was proved; [`Error::Cuda`].
+    pub fn download_h(&mut self, dst: &mut [Scalar]) -> Result<()> {
+        let Self { stream, staging, domain, .. } = self;
+        let d = domain.as_ref().filter(|d| d.size() == dst.len() + 1);
+        let d = d.ok_or(Error::Shape { what: "h length + 1 (the domain size)", expected: 0, got: dst.len() + 1 })?;
+        download(stream, staging, &d.abc[0], dst, false)?.wait()
+    }
+
+    /// Uploads G1 bases for [`msm_g1`](Self::msm_g1).
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
+    pub fn upload_g1_bases(&mut self, bases: &[G1Affine]) -> Result<G1Bases> {
+        self.upload_bases(bases).map(G1Bases)
+    }
+
+    /// Uploads G2 bases for [`msm_g2`](Self::msm_g2).
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
+    pub fn upload_g2_bases(&mut self, bases: &[G2Affine]) -> Result<G2Bases> {
+        self.upload_bases(bases).map(G2Bases)
+    }
+
+    fn upload_bases<T: ffi::HostElem>(&mut self, bases: &[T]) -> Result<DeviceVec<T>> {
+        let device = DeviceVec::new(bases.len())?;
+        upload(&self.stream, &self.staging, bases, false, &device)?.wait()?;
+        Ok(device)
+    }
+
+    /// Σ scalarsᵢ·basesᵢ in G1 on the device, with `window` bits per window (`None`: the
+    /// pipeline's choice, [`window_bits`]), and its device times.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if there are more scalars than bases or `window` is not in 2..=21;
+    /// [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
+    pub fn msm_g1(
+        &mut self,
+        bases: &G1Bases,
+        scalars: &[Scalar],
+        window: Option<u32>,
+    ) -> Result<(G1Projective, MsmRun)> {
+        self.msm_alone::<G1>(&bases.0, scalars, window)
+    }
+
+    /// Σ scalarsᵢ·basesᵢ in G2 on the device; as [`msm_g1`](Self::msm_g1).
+    ///
+    /// # Errors
+    /// As [`msm_g1`](Self::msm_g1).
+    pub fn msm_g2(
+        &mut self,
+        bases: &G2Bases,
+        scalars: &[Scalar],
+        window: Option<u32>,
+    ) -> Result<(G2Projective, MsmRun)> {
+        self.msm_alone::<G2>(&bases.0, scalars, window)
+    }
+
+    fn msm_alone<C: Group>(
+        &mut self,
+        bases: &DeviceVec<C::Affine>,
+        scalars: &[Scalar],
+        window: Option<u32>,
+    ) -> Result<(C::Projective, MsmRun)> {
+        let n = scalars.len();
+        if n > bases.len() {
+            return Err(Error::Shape { what: "MSM scalars (at most the bases)", expected: bases.len(), got: n });
+        }
+        let c = window.unwrap_or_else(|| window_bits(n));
+        if !ffi::WINDOW_BITS.contains(&c) {
+            return Err(Error::Shape {
+                what: "MSM window bits (2..=21)",
+                expected: window_bits(n) as usize,
+                got: c as usize,
+            });
+        }
+        self.scratch.reserve::<C>(n, c)?;
+        let device_scalars = DeviceVec::<Scalar>::new(n)?;
+        let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
+        let Self { msm, stream, staging, events: ev, scratch, .. } = self;
+        ev[0].record(stream).map_err(from_cust)?;
+        upload(stream, staging, scalars, false, &device_scalars)?.wait()?;
+        ev[1].record(stream).map_err(from_cust)?;
+        let plan = msm.plan(stream, scratch, &device_scalars, n, c)?;
+        ev[2].record(stream).map_err(from_cust)?;
+        msm.window_sums::<C>(stream, scratch, &plan, bases, &sums)?;
+        ev[3].record(stream).map_err(from_cust)?;
+        let mut host = vec![C::Projective::identity(); plan.windows as usize];
+        download(stream, staging, &sums, &mut host, true)?.wait()?;
+        let run =
+            MsmRun { h2d: elapsed(&ev[0], &ev[1])?, plan: elapsed(&ev[1], &ev[2])?, sums: elapsed(&ev[2], &ev[3])? };
+        Ok((combine::<C>(&host, c), run))
     }
 }
 
 fn elapsed(start: &Event, end: &Event) -> Result<Duration> {
     let ms = end.elapsed_time_f32(start).map_err(from_cust)?;
-    Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
+    Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
 }
 
 impl Backend for CudaBackend {
@@ -252,61 +338,113 @@ impl Backend for CudaBackend {
     }
 
     fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
-        let m = key.domain_size();
         let lock = Arc::clone(&self.lock);
         let waited = Instant::now();
         let _device = lock.lock();
         t.gpu_lock_wait += waited.elapsed();
         let held = Instant::now();
-
-        self.domain(m)?;
-        let Self { kernels: k, stream, staging, events: ev, domain, .. } = self;
+        if self.key.is_none() {
+            self.hold(key)?;
+        }
+        self.domain(key.domain_size())?;
+        let Self { ntt, stream, staging, events: ev, domain, scalars, .. } = self;
         let d = domain.as_ref().expect("made above");
-        let pinned = w.abc.is_pinned();
+        let s = scalars.as_ref().expect("made with the key");
         let [da, db, dc] = &d.abc;
-        ev[0].record(stream).map_err(from_cust)?;
+        ev[START].record(stream).map_err(from_cust)?;
+        // Pinned buffers go by DMA directly; fallback (pageable) ones through the staging chunks.
         let uploads = [
-            ffi::upload(stream, staging, &w.abc.a, pinned, da)?,
-            ffi::upload(stream, staging, &w.abc.b, pinned, db)?,
-            ffi::upload(stream, staging, &w.abc.c, pinned, dc)?,
+            upload(stream, staging, &w.abc.a, w.abc.a.is_pinned(), da)?,
+            upload(stream, staging, &w.abc.b, w.abc.b.is_pinned(), db)?,
+            upload(stream, staging, &w.abc.c, w.abc.c.is_pinned(), dc)?,
+            upload(stream, staging, &w.aux, w.aux.is_pinned(), &s.aux)?,
+            upload(stream, staging, &w.a_scalars, w.a_scalars.is_pinned(), &s.a)?,
+            upload(stream, staging, &w.b_scalars, w.b_scalars.is_pinned(), &s.b)?,
         ];
-        ev[1].record(stream).map_err(from_cust)?;
-        for x in &d.abc {
-            k.ntt(stream, x, &d.omega_inv)?;
-            k.scale_by_powers(stream, x, &d.g, d.roots.m_inv)?; // coefficients, shifted to gH
-        }
-        ev[2].record(stream).map_err(from_cust)?;
-        for x in &d.abc {
-            k.ntt(stream, x, &d.omega)?;
-        }
-        ev[3].record(stream).map_err(from_cust)?;
-        k.quotient(stream, [da, db, dc], d.roots.z_inv_on_coset)?;
-        ev[4].record(stream).map_err(from_cust)?;
-        k.ntt(stream, da, &d.omega_inv)?;
-        k.scale_by_powers(stream, da, &d.g_inv, d.roots.m_inv)?;
-        ev[5].record(stream).map_err(from_cust)?;
-        // The uploads must be complete before a's host buffer is overwritten by h.
+        ev[H2D].record(stream).map_err(from_cust)?;
+        d.h(ntt, stream, &ev[NTT_STEPS..NTT_STEPS + 4])?;
+        // The copies read the witness's buffers: done before they can go back to the pool.
         uploads.into_iter().try_for_each(ffi::InFlight::wait)?;
-        ffi::download(stream, staging, da, &mut w.abc.a, pinned)?.wait()?;
-        ev[6].record(stream).map_err(from_cust)?;
-        stream.synchronize().map_err(from_cust)?;
-
-        t.h2d += elapsed(&ev[0], &ev[1])?;
+        t.h2d += elapsed(&ev[START], &ev[H2D])?;
+        let n = &ev[NTT_STEPS..NTT_STEPS + 4];
         let steps = NttSteps {
-            intt: elapsed(&ev[1], &ev[2])?,
-            coset_ntt: elapsed(&ev[2], &ev[3])?,
-            quotient: elapsed(&ev[3], &ev[4])?,
-            coset_intt: elapsed(&ev[4], &ev[5])?,
+            intt: elapsed(&ev[H2D], &n[0])?,
+            coset_ntt: elapsed(&n[0], &n[1])?,
+            quotient: elapsed(&n[1], &n[2])?,
+            coset_intt: elapsed(&n[2], &n[3])?,
         };
         t.ntt += steps.total();
         t.ntt_steps = steps;
-        t.d2h += elapsed(&ev[5], &ev[6])?;
         t.gpu_lock_held += held.elapsed();
         Ok(())
     }
 
     fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
-        self.cpu.msm(key, w, t)
+        let lock = Arc::clone(&self.lock);
+        let waited = Instant::now();
+        let _device = lock.lock();
+        t.gpu_lock_wait += waited.elapsed();
+        let held = Instant::now();
+        let Self {
+            msm,
+            stream,
+            events: ev,
+            epoch,
+            domain,
+            key: device_key,
+            scalars,
+            scratch,
+            g1_sums,
+            g2_sums,
+            staging,
+            ..
+        } = self;
+        let (d, k) = (domain.as_ref().expect("made by h"), device_key.as_ref().expect("held since h"));
+        let s = scalars.as_ref().expect("made with the key");
+        let m = &ev[MSM_STEPS..MSM_STEPS + 5];
+        let lengths = [key.domain_size() - 1, w.aux.len(), w.a_scalars.len(), w.b_scalars.len()];
+        let [h_c, l_c, a_c, b_c] = lengths.map(window_bits);
+        let plan = msm.plan(stream, scratch, &d.abc[0], lengths[0], h_c)?;
+        msm.window_sums::<G1>(stream, scratch, &plan, &k.h, &g1_sums[0])?;
+        m[0].record(stream).map_err(from_cust)?;
+        let plan = msm.plan(stream, scratch, &s.aux, lengths[1], l_c)?;
+        msm.window_sums::<G1>(stream, scratch, &plan, &k.l, &g1_sums[1])?;
+        m[1].record(stream).map_err(from_cust)?;
+        let plan = msm.plan(stream, scratch, &s.a, lengths[2], a_c)?;
+        msm.window_sums::<G1>(stream, scratch, &plan, &k.a, &g1_sums[2])?;
+        m[2].record(stream).map_err(from_cust)?;
+        let plan = msm.plan(stream, scratch, &s.b, lengths[3], b_c)?;
+        msm.window_sums::<G1>(stream, scratch, &plan, &k.b_g1, &g1_sums[3])?;
+        m[3].record(stream).map_err(from_cust)?;
+        msm.window_sums::<G2>(stream, scratch, &plan, &k.b_g2, g2_sums)?;
+        m[4].record(stream).map_err(from_cust)?;
+        let mut sums = [[G1Projective::identity(); MAX_WINDOWS]; 4];
+        for (host, device) in sums.iter_mut().zip(g1_sums.iter()) {
+            download(stream, staging, device, host, true)?.wait()?;
+        }
+        let mut b2 = [G2Projective::identity(); MAX_WINDOWS];
+        download(stream, staging, g2_sums, &mut b2, true)?.wait()?;
+        let windows = |c: u32| 256usize.div_ceil(c as usize);
+        let result = MsmSums {
+            h: combine::<G1>(&sums[0][..windows(h_c)], h_c),
+            l: combine::<G1>(&sums[1][..windows(l_c)], l_c),
+            a: combine::<G1>(&sums[2][..windows(a_c)], a_c),
+            b_g1: combine::<G1>(&sums[3][..windows(b_c)], b_c),
+            b_g2: combine::<G2>(&b2[..windows(b_c)], b_c),
+        };
+        let steps = MsmSteps {
+            h: elapsed(&ev[NTT_STEPS + 3], &m[0])?,
+            l: elapsed(&m[0], &m[1])?,
+            a: elapsed(&m[1], &m[2])?,
+            b_g1: elapsed(&m[2], &m[3])?,
+            b_g2: elapsed(&m[3], &m[4])?,
+        };
+        t.msm += steps.total();
+        t.msm_steps = steps;
+        t.device_start = elapsed(epoch, &ev[START])?;
+        t.device_end = elapsed(epoch, &m[4])?;
+        t.gpu_lock_held += held.elapsed();
+        Ok(result)
     }
 }
 

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// Fp2 = Fp[u]/(u² + 1), the field of BLS12-381's G2 coordinates, over sppark's fp_t. One
+// thread holds both coefficients (c0 + c1·u), in blst's blst_fp2 layout, so G2 points load
+// from the proving key as they are. Products by Karatsuba: 3 base-field products, 3 for a
+// square. Only what the curve layer (ec/xyzz.cuh) needs.
+#ifndef PINPROVE_EC_FP2_CUH
+#define PINPROVE_EC_FP2_CUH
+
+template<class fp> struct fp2_t {
+    fp c0, c1;
+
+    static __device__ __forceinline__ fp2_t one()
+    {   fp2_t r; r.c0 = fp::one(); r.c1.zero(); return r;   }
+
+    __device__ __forceinline__ void zero()
+    {   c0.zero(); c1.zero();   }
+
+    __device__ __forceinline__ bool is_zero() const
+    {   return c0.is_zero() & c1.is_zero();   }
+
+    __device__ __forceinline__ fp2_t& cneg(bool flag)
+    {   c0.cneg(flag); c1.cneg(flag); return *this;   }
+
+    friend __device__ __forceinline__ fp2_t operator+(const fp2_t& a, const fp2_t& b)
+    {   fp2_t r; r.c0 = a.c0 + b.c0; r.c1 = a.c1 + b.c1; return r;   }
+
+    friend __device__ __forceinline__ fp2_t operator-(const fp2_t& a, const fp2_t& b)
+    {   fp2_t r; r.c0 = a.c0 - b.c0; r.c1 = a.c1 - b.c1; return r;   }
+
+    // (a0 + a1·u)(b0 + b1·u) = a0b0 − a1b1 + ((a0 + a1)(b0 + b1) − a0b0 − a1b1)·u
+    friend __device__ __noinline__ fp2_t operator*(const fp2_t& a, const fp2_t& b)
+    {
+        fp t0 = a.c0 * b.c0;
+        fp t1 = a.c1 * b.c1;
+        fp2_t r;
+        r.c1 = (a.c0 + a.c1) * (b.c0 + b.c1) - t0 - t1;
+        r.c0 = t0 - t1;
+        return r;
+    }
+
+    // (a0 + a1·u)² = (a0 + a1)(a0 − a1) + 2·a0a1·u
+    friend __device__ __noinline__ fp2_t sqr(const fp2_t& a)
+    {
+        fp2_t r;
+        fp t = a.c0 * a.c1;
+        r.c0 = (a.c0 + a.c1) * (a.c0 - a.c1);
+        r.c1 = t + t;
+        return r;
+    }
+};
+
+#endif

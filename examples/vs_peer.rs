@@ -1,0 +1,131 @@
+//! Proves the benchmark chain of `shared/peer` (bellperson's supraseal-c2 benchmark) from the
+//! same parameter file on the CUDA backend, and prints the peer's report line beside ours, so
+//! one device call can run both on the same circuits and keys.
+//!
+//! Flags: `--help` (see `USAGE` below).
+
+mod common;
+
+use std::fs::File;
+use std::io::BufReader;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::flags::Flags;
+use common::report::{ms, print_batch};
+use common::shapes::{Chain, Shape};
+use pinprove::backend::cuda::CudaDevice;
+use pinprove::groth16::Check;
+use pinprove::{Config, PartitionTimings, PoolConfig, Prover, ProvingKey, Scalar};
+use rand::Rng;
+
+/// What `--help` prints.
+const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --params FILE --shape dense --lg-m K \\
+    [--proofs 8] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1]
+`--timing 1`: the file is a timing-only key (`peer synth`): proofs cannot verify, so the
+prover's own verification is off. `--check 1` checks every point's subgroup on load.
+Prints, besides the stage table, the batch's start and end (Unix seconds) so that
+`nvidia-smi dmon -o T` samples can be matched to it.";
+
+fn unix_now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let flags = Flags::parse(
+        USAGE,
+        &["--params", "--shape", "--lg-m", "--proofs", "--warmup", "--threads", "--depth", "--timing", "--check"],
+    )?;
+    let path: String = flags.get("--params", String::new())?;
+    if path.is_empty() {
+        return Err("--params FILE is required (see the doc comment at the top of vs_peer.rs)".into());
+    }
+    let shape = Shape::parse(&flags.get("--shape", "dense".to_owned())?)?;
+    let lg_m: u32 = flags.get("--lg-m", 18)?;
+    let (proofs, warmup): (usize, usize) = (flags.get("--proofs", 8)?, flags.get("--warmup", 1)?);
+    let defaults = Config::default();
+    let threads = flags.get("--threads", defaults.synthesis_threads)?;
+    let depth = flags.get("--depth", defaults.max_gpu_queue_depth)?;
+    let timing = flags.get("--timing", 0u8)? == 1;
+    let check = if flags.get("--check", 0u8)? == 1 { Check::Full } else { Check::OnCurve };
+
+    let start = Instant::now();
+    let key = ProvingKey::read(BufReader::with_capacity(1 << 24, File::open(&path)?), check)?;
+    let load = start.elapsed();
+    let device = CudaDevice::open(0)?;
+    let partition: usize = pinprove::synth::witness_buffer_bytes(&key)?.iter().sum();
+    let config = Config {
+        synthesis_threads: threads,
+        max_gpu_queue_depth: depth,
+        verify_proofs: !timing,
+        // Room for every partition in flight, pinned.
+        pool: PoolConfig { max_bytes: (threads + depth + 1) * partition + (1 << 30), ..PoolConfig::default() },
+        ..defaults
+    };
+    let start = Instant::now();
+    let pool = device.pinned_pool(config.pool);
+    let prover = Prover::with_backends(key, config, pool, vec![device.backend_factory()])?;
+    let setup = start.elapsed();
+    let report = device.report();
+    println!(
+        "ours on {}: {} 2^{lg_m}, key {:.2} GB read in {:.2} s ({check:?}), on the device in {:.2} s; prover ready in {:.2} s \
+         (pool prewarmed: {:.1} GB pinned in {:.2} s); device memory used {:.1} of {:.1} GB",
+        report.name,
+        shape.name(),
+        report.key_bytes as f64 / 1e9,
+        load.as_secs_f64(),
+        report.key_upload.as_secs_f64(),
+        setup.as_secs_f64(),
+        prover.pool().stats().bytes_pinned as f64 / 1e9,
+        prover.pool().stats().alloc_time.as_secs_f64(),
+        report.memory_used as f64 / 1e9,
+        report.memory_total as f64 / 1e9,
+    );
+    let mut rng = rand::thread_rng();
+    let circuit =
+        |rng: &mut rand::rngs::ThreadRng| Chain { x0: Scalar::from(rng.gen::<u64>()), ..Chain::new(shape, lg_m, 0) };
+    if warmup > 0 {
+        let w = prover.prove((0..warmup).map(|_| circuit(&mut rng)).collect())?;
+        w.into_iter().collect::<Result<Vec<_>, _>>()?;
+        prover.take_timings();
+    }
+    let circuits: Vec<Chain> = (0..proofs).map(|_| circuit(&mut rng)).collect();
+    let (unix_start, start) = (unix_now(), Instant::now());
+    let pending: Vec<_> = circuits
+        .iter()
+        .map(|c| prover.submit(*c, Scalar::from(rng.gen::<u64>()), Scalar::from(rng.gen::<u64>())))
+        .collect();
+    for p in pending {
+        // With a real key the prover verifies every proof: an invalid one is an error here.
+        p.wait()?;
+    }
+    let wall = start.elapsed();
+    let unix_end = unix_now();
+    let timings = prover.take_timings();
+    // Steady state: proofs finished per second once the first was out (the device's clock).
+    let mut ends: Vec<Duration> = timings.iter().map(|t| t.device_end).collect();
+    ends.sort();
+    let steady = match (ends.first(), ends.last()) {
+        (Some(first), Some(last)) if last > first => (proofs - 1) as f64 / (*last - *first).as_secs_f64(),
+        _ => f64::NAN,
+    };
+    println!(
+        "ours backend=cuda shape={} lg_m={lg_m} proofs={proofs} load_s={:.3} batch_s={:.3} proofs_per_s={:.3} \
+         steady_proofs_per_s={steady:.3} verified={}",
+        shape.name(),
+        load.as_secs_f64(),
+        wall.as_secs_f64(),
+        proofs as f64 / wall.as_secs_f64(),
+        if timing { "skipped (timing-only key)" } else { "yes (every proof, by the prover)" },
+    );
+    let first_start = timings.iter().map(|t| t.device_start).min().unwrap_or_default();
+    let span = ends.last().copied().unwrap_or_default().saturating_sub(first_start);
+    println!(
+        "  batch ran from unix {unix_start:.1} to {unix_end:.1}; device busy {:.1} % of its span from the first \
+         partition's start to the last one's end ({:.1} ms)",
+        100.0 * PartitionTimings::device_busy(&timings).as_secs_f64() / span.as_secs_f64(),
+        ms(span)
+    );
+    print_batch(proofs, wall, &timings, &prover.pool().stats(), prover.pool().is_pinned());
+    Ok(())
+}

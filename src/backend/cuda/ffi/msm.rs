@@ -1,0 +1,487 @@
+//! The MSM's kernels (`cuda/msm/`), launched in the one order that keeps every index they
+//! compute in bounds: [`MsmKernels::plan`] sorts the nonzero digits of one set of scalars into
+//! buckets (count, scan, scatter) and scans each reduction level's chunk offsets;
+//! [`MsmKernels::window_sums`] then sums the buckets over one group's bases and leaves one
+//! Jacobian point per window. The buffers between the steps belong to [`MsmScratch`], sized
+//! for the worst case up front, so no step can be handed offsets another step did not compute.
+
+use std::cell::Cell;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cust::stream::Stream;
+
+use super::{blocks, launch, read, u32_arg, Arg, DeviceElem, DeviceVec, Fatbin, Function, HostElem};
+use super::{XyzzG1, XyzzG2};
+use crate::error::Result;
+
+/// Items one thread sums at each reduction level (the chunk length).
+pub(crate) const CHUNK: usize = 32;
+/// Threads per block of the bucket kernels.
+const THREADS: u32 = 256;
+/// Threads per block of the scan and the items of one tile (`SCAN_THREADS`, `SCAN_TILE` in
+/// scan.cuh).
+const SCAN_THREADS: u32 = 1024;
+const SCAN_TILE: usize = 4096;
+/// Bucket segments a window-sum launch aims for: enough threads to fill the device.
+const SEGMENT_THREADS: usize = 1 << 16;
+/// Window bits the kernels take: c ≤ 24 for `window_bits`, and ⌈256/c⌉·2^(c−1) buckets
+/// within two levels of scan tiles (2^24) for c ≤ 21.
+pub(crate) const WINDOW_BITS: std::ops::RangeInclusive<u32> = 2..=21;
+
+/// One group's summing kernels and the types they work on.
+pub(crate) trait Group {
+    /// Affine bases, as the proving key holds them.
+    type Affine: HostElem;
+    /// Window sums: the host's projective point, whose layout the device writes.
+    type Projective: HostElem + group::Group;
+    /// Bucket sums on the device.
+    type Xyzz: DeviceElem;
+    /// Threads per block of its kernels (the `MSM_KERNELS` lines of api.cu).
+    const THREADS: u32;
+    /// Its kernels.
+    fn kernels(k: &MsmKernels) -> &SumKernels;
+    /// Its buffers.
+    fn buffers(s: &MsmScratch) -> &GroupBuffers<Self::Xyzz>;
+    /// Its buffers, to grow.
+    fn buffers_mut(s: &mut MsmScratch) -> &mut GroupBuffers<Self::Xyzz>;
+}
+
+/// G1 of BLS12-381.
+#[derive(Debug)]
+pub(crate) enum G1 {}
+/// G2 of BLS12-381.
+#[derive(Debug)]
+pub(crate) enum G2 {}
+
+impl Group for G1 {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    type Xyzz = XyzzG1;
+    const THREADS: u32 = 256;
+    fn kernels(k: &MsmKernels) -> &SumKernels {
+        &k.g1
+    }
+    fn buffers(s: &MsmScratch) -> &GroupBuffers<XyzzG1> {
+        &s.g1
+    }
+    fn buffers_mut(s: &mut MsmScratch) -> &mut GroupBuffers<XyzzG1> {
+        &mut s.g1
+    }
+}
+
+impl Group for G2 {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    type Xyzz = XyzzG2;
+    const THREADS: u32 = 128;
+    fn kernels(k: &MsmKernels) -> &SumKernels {
+        &k.g2
+    }
+    fn buffers(s: &MsmScratch) -> &GroupBuffers<XyzzG2> {
+        &s.g2
+    }
+    fn buffers_mut(s: &mut MsmScratch) -> &mut GroupBuffers<XyzzG2> {
+        &mut s.g2
+    }
+}
+
+/// One group's kernels (a `MSM_KERNELS` line of api.cu).
+#[derive(Debug)]
+pub(crate) struct SumKernels {
+    sum_bases: Function,
+    sum_sums: Function,
+    bucket_segments: Function,
+    fold_segments: Function,
+    window_sums: Function,
+}
+
+impl SumKernels {
+    fn new(fatbin: &Fatbin, group: &str) -> Result<Self> {
+        let f = |name: &str| fatbin.function(&format!("g16_msm_{name}_{group}"));
+        Ok(SumKernels {
+            sum_bases: f("sum_bases")?,
+            sum_sums: f("sum_sums")?,
+            bucket_segments: f("bucket_segments")?,
+            fold_segments: f("fold_segments")?,
+            window_sums: f("window_sums")?,
+        })
+    }
+}
+
+/// The MSM's kernels, looked up once.
+#[derive(Debug)]
+pub(crate) struct MsmKernels {
+    count: Function,
+    scatter: Function,
+    max: Function,
+    scan_tiles: Function,
+    scan_add: Function,
+    g1: SumKernels,
+    g2: SumKernels,
+}
+
+/// Grows `v` to at least `len` elements (reallocating: the contents are not kept).
+fn grow<T: DeviceElem>(v: &mut Option<DeviceVec<T>>, len: usize) -> Result<()> {
+    if v.as_ref().is_none_or(|v| v.len() < len) {
+        *v = None; // free the smaller one first
+        *v = Some(DeviceVec::new(len)?);
+    }
+    Ok(())
+}
+
+/// A buffer that `reserve` made.
+fn reserved<T: DeviceElem>(v: &Option<DeviceVec<T>>) -> &DeviceVec<T> {
+    v.as_ref().expect("MsmScratch::reserve sized the buffers before any plan")
+}
+
+/// One group's bucket sums (two, for the levels to alternate) and window segments.
+#[derive(Debug)]
+pub(crate) struct GroupBuffers<X: DeviceElem> {
+    sums: [Option<DeviceVec<X>>; 2],
+    segments: Option<DeviceVec<X>>,
+}
+
+impl<X: DeviceElem> Default for GroupBuffers<X> {
+    fn default() -> Self {
+        GroupBuffers { sums: [None, None], segments: None }
+    }
+}
+
+/// Windows of c bits: ⌈256/c⌉, so that the last signed digit's carry is absorbed.
+fn windows_for(c: u32) -> usize {
+    256usize.div_ceil(c as usize)
+}
+
+/// Reduction levels for a fullest bucket of `items`: CHUNK^levels ≥ items, at least one.
+fn levels_for(items: usize) -> u32 {
+    let mut levels = 1;
+    while CHUNK.pow(levels) < items {
+        levels += 1;
+    }
+    levels
+}
+
+/// Most chunk sums level `level` ≥ 1 can have when `entries` fall into `keys` buckets: each
+/// nonempty bucket has ⌈items/CHUNK⌉ ≤ items/CHUNK + 1.
+fn level_bound(entries: usize, keys: usize, level: u32) -> usize {
+    (1..=level).fold(entries, |items, _| items.div_ceil(CHUNK) + keys.min(entries))
+}
+
+/// Buckets per segment of the window sums, and segments per window: as many threads as
+/// SEGMENT_THREADS, or one segment per window.
+fn segments_for(windows: usize, c: u32) -> (usize, usize) {
+    let half = 1usize << (c - 1);
+    let mut segment = 1;
+    while segment < half && windows * (half / segment) > SEGMENT_THREADS {
+        segment *= 2;
+    }
+    (segment, half / segment)
+}
+
+/// What the shared buffers of a scratch hold room for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Room {
+    keys: usize,
+    entries: usize,
+    levels: u32,
+}
+
+impl Room {
+    /// The most a plan of `n` points with `c`-bit windows can need.
+    fn for_plan(n: usize, c: u32) -> Room {
+        let windows = windows_for(c);
+        Room { keys: windows << (c - 1), entries: n * windows, levels: levels_for(n) }
+    }
+
+    fn covers(&self, other: &Room) -> bool {
+        self.keys >= other.keys && self.entries >= other.entries && self.levels >= other.levels
+    }
+}
+
+/// The device buffers of the MSMs of one backend, reused by every MSM that fits them.
+#[derive(Debug, Default)]
+pub(crate) struct MsmScratch {
+    /// What the shared buffers are sized for.
+    room: Room,
+    counts: Option<DeviceVec<u32>>,
+    cursor: Option<DeviceVec<u32>>,
+    /// Level ℓ's offsets: where each bucket's items start (level 0: entries; then chunk sums).
+    offsets: Vec<DeviceVec<u32>>,
+    /// The scan's tile sums and their offsets.
+    tile_sums: Option<DeviceVec<u32>>,
+    tile_offsets: Option<DeviceVec<u32>>,
+    entries: Option<DeviceVec<u32>>,
+    /// The fullest bucket, read back by the plan.
+    fullest: Option<DeviceVec<u32>>,
+    g1: GroupBuffers<XyzzG1>,
+    g2: GroupBuffers<XyzzG2>,
+    /// The plan whose buckets the buffers hold.
+    planned: Cell<Option<Plan>>,
+}
+
+impl MsmScratch {
+    /// Sizes the buffers for plans of up to `n` points with `c`-bit windows, and the sums of
+    /// group `G` over them. Allocating here, before the work, keeps device allocations (which
+    /// synchronise the device) out of the proving loop.
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory) when the device cannot
+    /// hold them.
+    ///
+    /// # Panics
+    /// If `c` is outside [`WINDOW_BITS`].
+    pub(crate) fn reserve<G: Group>(&mut self, n: usize, c: u32) -> Result<()> {
+        assert!(WINDOW_BITS.contains(&c), "window of {c} bits");
+        let need = Room::for_plan(n, c);
+        if !self.room.covers(&need) {
+            let room = Room {
+                keys: self.room.keys.max(need.keys),
+                entries: self.room.entries.max(need.entries),
+                levels: self.room.levels.max(need.levels),
+            };
+            self.planned.set(None);
+            grow(&mut self.counts, room.keys)?;
+            grow(&mut self.cursor, room.keys)?;
+            grow(&mut self.tile_sums, room.keys.div_ceil(SCAN_TILE))?;
+            grow(&mut self.tile_offsets, room.keys.div_ceil(SCAN_TILE) + 1)?;
+            grow(&mut self.entries, room.entries)?;
+            grow(&mut self.fullest, 1)?;
+            if self.offsets.first().is_none_or(|o| o.len() <= room.keys) {
+                self.offsets.clear();
+            }
+            while self.offsets.len() <= room.levels as usize {
+                self.offsets.push(DeviceVec::new(room.keys + 1)?);
+            }
+            self.room = room;
+        }
+        let bound = |parity: u32| {
+            (1..=need.levels).filter(|l| l % 2 == parity).map(|l| level_bound(need.entries, need.keys, l)).max()
+        };
+        let (_, per_window) = segments_for(windows_for(c), c);
+        let group = G::buffers_mut(self);
+        grow(&mut group.sums[0], bound(1).unwrap_or(1))?;
+        grow(&mut group.sums[1], bound(0).unwrap_or(1))?;
+        grow(&mut group.segments, windows_for(c) * per_window)?;
+        Ok(())
+    }
+}
+
+/// The buckets of one set of scalars, as [`MsmKernels::plan`] sorted them into the scratch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Scalars (and bases) summed.
+    pub(crate) n: usize,
+    /// Window bits.
+    pub(crate) c: u32,
+    /// Windows: ⌈256/c⌉, so that the last signed digit's carry is absorbed.
+    pub(crate) windows: u32,
+    /// Entries: the scalars' nonzero digits, one addition each.
+    pub(crate) entries: usize,
+    /// Reduction levels: CHUNK^levels is at least the fullest bucket.
+    pub(crate) levels: u32,
+    /// Tells plans apart, so the scratch can check that it still holds this one's buckets.
+    serial: u64,
+}
+
+impl Plan {
+    /// Buckets of all windows: windows · 2^(c−1).
+    fn keys(&self) -> usize {
+        (self.windows as usize) << (self.c - 1)
+    }
+}
+
+impl MsmKernels {
+    pub(crate) fn new(fatbin: &Fatbin) -> Result<Self> {
+        Ok(MsmKernels {
+            count: fatbin.function("g16_msm_count")?,
+            scatter: fatbin.function("g16_msm_scatter")?,
+            max: fatbin.function("g16_msm_max")?,
+            scan_tiles: fatbin.function("g16_scan_tiles")?,
+            scan_add: fatbin.function("g16_scan_add")?,
+            g1: SumKernels::new(fatbin, "g1")?,
+            g2: SumKernels::new(fatbin, "g2")?,
+        })
+    }
+
+    /// Sorts the nonzero signed c-bit digits of `scalars[..n]` into buckets, in `scratch`.
+    /// Waits once for the stream, to learn the fullest bucket (which sets the levels).
+    ///
+    /// # Panics
+    /// If `scalars` holds fewer than `n`, or `scratch` was not reserved for `n` points and
+    /// `c`-bit windows.
+    pub(crate) fn plan(
+        &self,
+        stream: &Stream,
+        scratch: &MsmScratch,
+        scalars: &DeviceVec<Scalar>,
+        n: usize,
+        c: u32,
+    ) -> Result<Plan> {
+        let need = Room::for_plan(n, c);
+        assert!(scalars.len() >= n, "{} scalars on the device, {n} asked for", scalars.len());
+        assert!(WINDOW_BITS.contains(&c) && scratch.room.covers(&need), "scratch not reserved for {n} points, c = {c}");
+        assert!(need.entries <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
+        let serial = scratch.planned.take().map_or(0, |p| p.serial + 1);
+        let (windows, keys) = (windows_for(c), need.keys);
+        let (counts, cursor, entries) =
+            (reserved(&scratch.counts), reserved(&scratch.cursor), reserved(&scratch.entries));
+        let (tile_sums, tile_offsets) = (reserved(&scratch.tile_sums), reserved(&scratch.tile_offsets));
+        let fullest = reserved(&scratch.fullest);
+        let offsets = &scratch.offsets;
+        counts.zero(keys, stream)?;
+        cursor.zero(keys, stream)?;
+        fullest.zero(1, stream)?;
+        let digits = [Arg::Ptr(scalars.ptr()), u32_arg(n), Arg::U32(c), u32_arg(windows)];
+        let count = [digits[0], digits[1], digits[2], digits[3], Arg::Ptr(counts.ptr())];
+        // SAFETY: (scalars, n, c, windows, counts) as declared. The kernel reads scalars[..n]
+        // (asserted), and its keys w·2^(c−1) + |d| − 1, with w < windows and |d| ≤ 2^(c−1),
+        // stay below `keys` ≤ counts.len() (reserved); windows = ⌈256/c⌉ keeps every window's
+        // bits inside the 256-bit scalar.
+        unsafe { launch(self.count, blocks(n, THREADS), THREADS, stream, &count)? };
+        let max = [Arg::Ptr(counts.ptr()), u32_arg(keys), Arg::Ptr(fullest.ptr())];
+        // SAFETY: (v, len, max_out): a grid-stride loop reads counts[..keys] and writes
+        // fullest[0].
+        unsafe { launch(self.max, blocks(keys, THREADS).min(1024), THREADS, stream, &max)? };
+        self.scan(stream, counts, 1, keys, &offsets[0], tile_sums, tile_offsets)?;
+        let fullest = read(stream, fullest, 0)? as usize;
+        let total = read(stream, &offsets[0], keys)? as usize;
+        assert!(total <= entries.len(), "{total} entries for room of {}", entries.len());
+        let (d0, d1, d2, d3) = (digits[0], digits[1], digits[2], digits[3]);
+        let scatter = [d0, d1, d2, d3, Arg::Ptr(offsets[0].ptr()), Arg::Ptr(cursor.ptr()), Arg::Ptr(entries.ptr())];
+        // SAFETY: (scalars, n, c, windows, offsets, cursor, entries) as declared. The digits
+        // are the ones just counted (same scalars, untouched since), so bucket `key` receives
+        // exactly counts[key] entries at offsets[key] + 0..counts[key]: all below the total,
+        // which fits `entries` (asserted); cursor starts at zero.
+        unsafe { launch(self.scatter, blocks(n, THREADS), THREADS, stream, &scatter)? };
+        let levels = levels_for(fullest);
+        for level in 1..=levels {
+            let div = u32::try_from(CHUNK.pow(level)).expect("levels are bounded by n < 2^31");
+            self.scan(stream, counts, div, keys, &offsets[level as usize], tile_sums, tile_offsets)?;
+        }
+        let plan = Plan { n, c, windows: windows as u32, entries: total, levels, serial };
+        scratch.planned.set(Some(plan));
+        Ok(plan)
+    }
+
+    /// out[i] = Σ_{j<i} ⌈input[j]/div⌉ for i ≤ len (out[len] is the total).
+    ///
+    /// # Panics
+    /// If a buffer is too short, or `len` exceeds two levels of tiles (2^24).
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        stream: &Stream,
+        input: &DeviceVec<u32>,
+        div: u32,
+        len: usize,
+        out: &DeviceVec<u32>,
+        tile_sums: &DeviceVec<u32>,
+        tile_offsets: &DeviceVec<u32>,
+    ) -> Result<()> {
+        let tiles = len.div_ceil(SCAN_TILE);
+        assert!(input.len() >= len && out.len() > len, "scan of {len} into {} from {}", out.len(), input.len());
+        assert!(tiles <= SCAN_TILE && tile_sums.len() >= tiles && tile_offsets.len() > tiles, "scan of {len}");
+        let args = |input: &DeviceVec<u32>, div, len, out: &DeviceVec<u32>, sums| {
+            [Arg::Ptr(input.ptr()), Arg::U32(div), u32_arg(len), Arg::Ptr(out.ptr()), Arg::Ptr(sums)]
+        };
+        if tiles <= 1 {
+            // SAFETY: (in, div, len, out, tile_sums = null): one block reads input[..len] and
+            // writes out[..=len], both in bounds (asserted).
+            return unsafe { launch(self.scan_tiles, 1, SCAN_THREADS, stream, &args(input, div, len, out, 0)) };
+        }
+        let grid = tiles as u32;
+        // SAFETY: block b reads input and writes out in tile b (inside len), and writes
+        // tile_sums[b], b < tiles (asserted).
+        unsafe { launch(self.scan_tiles, grid, SCAN_THREADS, stream, &args(input, div, len, out, tile_sums.ptr()))? };
+        // SAFETY: one block scans tile_sums[..tiles] into tile_offsets[..=tiles] (asserted).
+        unsafe { launch(self.scan_tiles, 1, SCAN_THREADS, stream, &args(tile_sums, 1, tiles, tile_offsets, 0))? };
+        let add = [Arg::Ptr(out.ptr()), u32_arg(len), Arg::Ptr(tile_offsets.ptr())];
+        // SAFETY: (out, len, tile_offsets): block b adds tile_offsets[b] to its tile of out
+        // and block 0 writes out[len] = tile_offsets[tiles], all in bounds (asserted).
+        unsafe { launch(self.scan_add, grid, SCAN_THREADS, stream, &add) }
+    }
+
+    /// Σ over the planned buckets of `bases`: one Jacobian point per window in `out`
+    /// (Σ_d d·bucket_d of that window), for the host to combine.
+    ///
+    /// # Panics
+    /// If `scratch` no longer holds `plan`'s buckets or was not reserved for group `G`,
+    /// `bases` holds fewer than `plan.n` points or `out` fewer than `plan.windows`.
+    pub(crate) fn window_sums<G: Group>(
+        &self,
+        stream: &Stream,
+        scratch: &MsmScratch,
+        plan: &Plan,
+        bases: &DeviceVec<G::Affine>,
+        out: &DeviceVec<G::Projective>,
+    ) -> Result<()> {
+        assert_eq!(scratch.planned.get(), Some(*plan), "the scratch holds another plan's buckets");
+        assert!(bases.len() >= plan.n && out.len() >= plan.windows as usize, "short bases or output");
+        let k = G::kernels(self);
+        let buffers = G::buffers(scratch);
+        let sums = [reserved(&buffers.sums[0]), reserved(&buffers.sums[1])];
+        let (entries, offsets, keys) = (reserved(&scratch.entries), &scratch.offsets, plan.keys());
+        let keys_arg = u32_arg(keys);
+        for level in 1..=plan.levels {
+            let bound = level_bound(plan.entries, keys, level);
+            let out = sums[(level as usize + 1) % 2];
+            assert!(out.len() >= bound, "level {level}: {bound} sums for room of {}", out.len());
+            let (off_in, off_out) =
+                (Arg::Ptr(offsets[level as usize - 1].ptr()), Arg::Ptr(offsets[level as usize].ptr()));
+            let tail = [off_in, off_out, keys_arg, u32_arg(CHUNK), Arg::Ptr(out.ptr())];
+            if level == 1 {
+                let args =
+                    [Arg::Ptr(bases.ptr()), Arg::Ptr(entries.ptr()), tail[0], tail[1], tail[2], tail[3], tail[4]];
+                // SAFETY: (bases, entries, off_in, off_out, keys, L, out) as declared. Thread t <
+                // off_out[keys] (the level's chunk count, ≤ bound ≤ out.len(), asserted) sums
+                // the entries of one chunk, inside its bucket's [off_in[k], off_in[k+1]) ⊆
+                // [0, plan.entries); each entry is a point index below n ≤ bases.len().
+                unsafe { launch(k.sum_bases, blocks(bound, G::THREADS), G::THREADS, stream, &args)? };
+            } else {
+                let input = sums[level as usize % 2];
+                let args = [Arg::Ptr(input.ptr()), tail[0], tail[1], tail[2], tail[3], tail[4]];
+                // SAFETY: (in, off_in, off_out, keys, L, out) as declared: as above, reading the
+                // previous level's sums, of which there are off_in[keys] (its bound, ≤ the
+                // input's length).
+                unsafe { launch(k.sum_sums, blocks(bound, G::THREADS), G::THREADS, stream, &args)? };
+            }
+        }
+        let sums = sums[(plan.levels as usize + 1) % 2];
+        let segments = reserved(&buffers.segments);
+        let windows = plan.windows as usize;
+        let (segment, per_window) = segments_for(windows, plan.c);
+        assert!(
+            windows * per_window <= segments.len(),
+            "{} segments for room of {}",
+            windows * per_window,
+            segments.len()
+        );
+        let last = Arg::Ptr(offsets[plan.levels as usize].ptr());
+        let args = [
+            Arg::Ptr(sums.ptr()),
+            last,
+            Arg::U32(plan.c),
+            u32_arg(windows),
+            u32_arg(segment),
+            Arg::Ptr(segments.ptr()),
+        ];
+        // SAFETY: (sums, off, c, windows, S, segments) as declared: thread (w, s) reads the
+        // sums of nonempty buckets of window w at off[key] < off[keys], the last level's sum
+        // count, and writes segments[w·per_window + s], inside the room asserted.
+        unsafe { launch(k.bucket_segments, blocks(windows * per_window, G::THREADS), G::THREADS, stream, &args)? };
+        let mut stride = 1;
+        while stride < per_window {
+            let pairs = per_window.div_ceil(2 * stride);
+            let args = [Arg::Ptr(segments.ptr()), u32_arg(per_window), u32_arg(windows), u32_arg(stride)];
+            // SAFETY: (segments, per_window, windows, stride): thread (w, q) adds segment
+            // w·per_window + 2q·stride + stride (when below per_window) into 2q·stride, all
+            // inside windows·per_window; no segment is both read and written in one launch.
+            unsafe { launch(k.fold_segments, blocks(windows * pairs, G::THREADS), G::THREADS, stream, &args)? };
+            stride *= 2;
+        }
+        let args = [Arg::Ptr(segments.ptr()), u32_arg(per_window), u32_arg(windows), Arg::Ptr(out.ptr())];
+        // SAFETY: (segments, per_window, windows, out): thread w < windows reads segment
+        // w·per_window and writes out[w] (out holds `windows`, asserted).
+        unsafe { launch(k.window_sums, blocks(windows, G::THREADS), G::THREADS, stream, &args) }
+    }
+}

@@ -1,0 +1,42 @@
+//! Multi-scalar multiplication on the device (kernels in `cuda/msm/`, launched by
+//! `ffi/msm.rs`): a plan sorts one set of scalars into buckets, once for however many groups
+//! sum over it (the B query's scalars serve G1 and G2); the device sums the buckets of every
+//! window; the host adds the windows up (c doublings each, a few hundred operations).
+//!
+//! Method: Pippenger's bucket method with signed c-bit digits and a counting sort of the
+//! digits by bucket, as the fastest GPU MSMs do it (ZPrize 2022 entries; sppark's and
+//! supraseal's MSMs), with our own load balance: buckets are summed in chunks of at most
+//! CHUNK points per thread, level after level, so a bucket holding every point of a
+//! witness of ones costs log levels rather than one thread's whole sum.
+
+use group::Group as _;
+
+use super::ffi::{Group, WINDOW_BITS};
+
+/// Window bits for `n` points: the c that minimises the additions into buckets,
+/// n·⌈256/c⌉, plus those of the bucket reduction, two full additions (each about 1.4 mixed
+/// ones) per bucket: 2.8·⌈256/c⌉·2^(c−1).
+pub fn window_bits(n: usize) -> u32 {
+    let cost = |c: u32| {
+        let windows = 256usize.div_ceil(c as usize);
+        10 * n * windows + ((28 * windows) << (c - 1))
+    };
+    WINDOW_BITS.min_by_key(|&c| cost(c)).expect("a nonempty range")
+}
+
+/// Σ_w 2^(c·w)·sums[w]: the MSM from its window sums.
+pub(crate) fn combine<G: Group>(sums: &[G::Projective], c: u32) -> G::Projective {
+    sums.iter().rev().fold(G::Projective::identity(), |acc, sum| (0..c).fold(acc, |acc, _| acc.double()) + sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_grow_with_the_points() {
+        let cs: Vec<u32> = [0usize, 1, 1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 26].map(window_bits).to_vec();
+        assert!(cs.windows(2).all(|w| w[0] <= w[1]), "{cs:?}");
+        assert_eq!((cs[0], cs[5]), (2, 20), "{cs:?}");
+    }
+}
