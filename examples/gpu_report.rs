@@ -115,23 +115,19 @@ fn msm(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Err
     };
     let n = 1usize << max_lg;
     let scalars = common::random_scalars(n, 13);
+    let sizes = |group: &str, run: &mut dyn FnMut(&[Scalar]) -> Result<MsmRun, pinprove::Error>| {
+        for lg in (20..=max_lg).step_by(2) {
+            run(&scalars[..1 << lg])?; // warm-up
+            let mut runs = (0..3).map(|_| run(&scalars[..1 << lg])).collect::<Result<Vec<_>, _>>()?;
+            row(group, lg, cuda::window_bits(1 << lg), &mut runs);
+        }
+        Ok::<(), pinprove::Error>(())
+    };
     let bases = gpu.upload_g1_bases(&g1_points(n, 11))?;
-    for lg in (20..=max_lg).step_by(2) {
-        gpu.msm_g1(&bases, &scalars[..1 << lg], None)?;
-        let mut runs = (0..3)
-            .map(|_| gpu.msm_g1(&bases, &scalars[..1 << lg], None).map(|r| r.1))
-            .collect::<Result<Vec<_>, _>>()?;
-        row("G1", lg, cuda::window_bits(1 << lg), &mut runs);
-    }
+    sizes("G1", &mut |s| gpu.msm_g1(&bases, s, None).map(|r| r.1))?;
     drop(bases);
     let bases = gpu.upload_g2_bases(&g2_points(n, 12))?;
-    for lg in (20..=max_lg).step_by(2) {
-        gpu.msm_g2(&bases, &scalars[..1 << lg], None)?;
-        let mut runs = (0..3)
-            .map(|_| gpu.msm_g2(&bases, &scalars[..1 << lg], None).map(|r| r.1))
-            .collect::<Result<Vec<_>, _>>()?;
-        row("G2", lg, cuda::window_bits(1 << lg), &mut runs);
-    }
+    sizes("G2", &mut |s| gpu.msm_g2(&bases, s, None).map(|r| r.1))?;
     Ok(())
 }
 

@@ -40,8 +40,6 @@ pub struct PartitionTimings {
     pub ntt: Duration,
     /// The h stage step by step (device events; zero on the CPU backend).
     pub ntt_steps: NttSteps,
-    /// Device-to-host copy of h (device events).
-    pub d2h: Duration,
     /// The multi-scalar multiplications.
     pub msm: Duration,
     /// Each MSM on a device (device events; zero on the CPU backend, which runs them at once).
@@ -105,6 +103,31 @@ impl MsmSteps {
     }
 }
 
+impl std::ops::Add for MsmSteps {
+    type Output = MsmSteps;
+    fn add(self, o: MsmSteps) -> MsmSteps {
+        MsmSteps {
+            h: self.h + o.h,
+            l: self.l + o.l,
+            a: self.a + o.a,
+            b_g1: self.b_g1 + o.b_g1,
+            b_g2: self.b_g2 + o.b_g2,
+        }
+    }
+}
+
+impl std::ops::Add for NttSteps {
+    type Output = NttSteps;
+    fn add(self, o: NttSteps) -> NttSteps {
+        NttSteps {
+            intt: self.intt + o.intt,
+            coset_ntt: self.coset_ntt + o.coset_ntt,
+            quotient: self.quotient + o.quotient,
+            coset_intt: self.coset_intt + o.coset_intt,
+        }
+    }
+}
+
 impl PartitionTimings {
     /// The device's busy time over `timings` of one device: the length of the union of their
     /// device intervals (zero on the CPU backend).
@@ -140,21 +163,9 @@ impl PartitionTimings {
             gpu_lock_held: acc.gpu_lock_held + t.gpu_lock_held,
             h2d: acc.h2d + t.h2d,
             ntt: acc.ntt + t.ntt,
-            ntt_steps: NttSteps {
-                intt: acc.ntt_steps.intt + t.ntt_steps.intt,
-                coset_ntt: acc.ntt_steps.coset_ntt + t.ntt_steps.coset_ntt,
-                quotient: acc.ntt_steps.quotient + t.ntt_steps.quotient,
-                coset_intt: acc.ntt_steps.coset_intt + t.ntt_steps.coset_intt,
-            },
-            d2h: acc.d2h + t.d2h,
+            ntt_steps: acc.ntt_steps + t.ntt_steps,
             msm: acc.msm + t.msm,
-            msm_steps: MsmSteps {
-                h: acc.msm_steps.h + t.msm_steps.h,
-                l: acc.msm_steps.l + t.msm_steps.l,
-                a: acc.msm_steps.a + t.msm_steps.a,
-                b_g1: acc.msm_steps.b_g1 + t.msm_steps.b_g1,
-                b_g2: acc.msm_steps.b_g2 + t.msm_steps.b_g2,
-            },
+            msm_steps: acc.msm_steps + t.msm_steps,
             device_start: acc.device_start + t.device_start,
             device_end: acc.device_end + t.device_end,
             gpu_busy: acc.gpu_busy + t.gpu_busy,

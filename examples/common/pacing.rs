@@ -50,7 +50,7 @@ pub fn study(
             let wall = start.elapsed().as_secs_f64();
             results.into_iter().collect::<pinprove::Result<Vec<_>>>()?;
             let t = PartitionTimings::total(&prover.take_timings());
-            let h_stage = (t.h2d + t.ntt + t.d2h).as_secs_f64();
+            let h_stage = (t.h2d + t.ntt).as_secs_f64();
             let s = prover.pool().stats();
             let partition: usize = pinprove::synth::witness_buffer_bytes(prover.key())?.iter().sum();
             let row = PacingRow {

@@ -61,7 +61,7 @@ pub fn run_batch(
 
 type Stage = fn(&PartitionTimings) -> Duration;
 
-const STAGES: [(&str, Stage); 20] = [
+const STAGES: [(&str, Stage); 19] = [
     ("synthesis", |t| t.synthesis),
     ("queue wait", |t| t.queue_wait),
     ("input wait", |t| t.input_wait),
@@ -73,7 +73,6 @@ const STAGES: [(&str, Stage); 20] = [
     ("ntt: quotient", |t| t.ntt_steps.quotient),
     ("ntt: coset intt", |t| t.ntt_steps.coset_intt),
     ("ntt (h stage)", |t| t.ntt),
-    ("d2h", |t| t.d2h),
     ("msm: h (G1)", |t| t.msm_steps.h),
     ("msm: l (G1)", |t| t.msm_steps.l),
     ("msm: a (G1)", |t| t.msm_steps.a),

@@ -27,60 +27,43 @@ fn rng(seed: u64, stream: u64) -> ChaCha20Rng {
     r
 }
 
-/// `n` distinct G1 points.
-pub fn g1_points(n: usize, seed: u64) -> Vec<G1Affine> {
-    let q = G1Projective::random(rng(seed, 0));
+/// `n` distinct points of a group: chunks of S + j·Q in blst's projective form, made affine by
+/// `affine`, blst's batch conversion for the group.
+fn points<G, Raw, RawAffine, Affine>(n: usize, seed: u64, affine: fn(&[Raw]) -> Vec<RawAffine>) -> Vec<Affine>
+where
+    G: Group<Scalar = Scalar> + AsRef<Raw>,
+    Raw: Copy,
+    RawAffine: Copy,
+    Affine: Default + AsMut<RawAffine> + Send,
+{
+    let q = G::random(rng(seed, 0));
     (0..n.div_ceil(CHUNK))
         .into_par_iter()
         .flat_map_iter(|k| {
-            let len = CHUNK.min(n - k * CHUNK);
-            let mut p = G1Projective::generator() * Scalar::random(rng(seed, k as u64 + 1));
-            let raw: Vec<blst::blst_p1> = (0..len)
+            let mut p = G::generator() * Scalar::random(rng(seed, k as u64 + 1));
+            let raw: Vec<Raw> = (0..CHUNK.min(n - k * CHUNK))
                 .map(|_| {
                     p += q;
                     *p.as_ref()
                 })
                 .collect();
-            let affine = blst::p1_affines::from(&raw);
-            affine
-                .as_slice()
-                .iter()
-                .map(|a| {
-                    let mut point = G1Affine::default();
-                    *point.as_mut() = *a;
-                    point
-                })
-                .collect::<Vec<_>>()
+            affine(&raw).into_iter().map(|a| {
+                let mut point = Affine::default();
+                *point.as_mut() = a;
+                point
+            })
         })
         .collect()
 }
 
+/// `n` distinct G1 points.
+pub fn g1_points(n: usize, seed: u64) -> Vec<G1Affine> {
+    points::<G1Projective, _, _, _>(n, seed, |raw| blst::p1_affines::from(raw).as_slice().to_vec())
+}
+
 /// `n` distinct G2 points.
 pub fn g2_points(n: usize, seed: u64) -> Vec<G2Affine> {
-    let q = G2Projective::random(rng(seed, 0));
-    (0..n.div_ceil(CHUNK))
-        .into_par_iter()
-        .flat_map_iter(|k| {
-            let len = CHUNK.min(n - k * CHUNK);
-            let mut p = G2Projective::generator() * Scalar::random(rng(seed, k as u64 + 1));
-            let raw: Vec<blst::blst_p2> = (0..len)
-                .map(|_| {
-                    p += q;
-                    *p.as_ref()
-                })
-                .collect();
-            let affine = blst::p2_affines::from(&raw);
-            affine
-                .as_slice()
-                .iter()
-                .map(|a| {
-                    let mut point = G2Affine::default();
-                    *point.as_mut() = *a;
-                    point
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    points::<G2Projective, _, _, _>(n, seed, |raw| blst::p2_affines::from(raw).as_slice().to_vec())
 }
 
 /// A timing-only key for `shape` filling a 2^lg_m domain (see the module docs).

@@ -98,7 +98,9 @@ const NTT_STEPS: usize = 2; // 4 events
 const MSM_STEPS: usize = 6; // 5 events
 const EVENTS: usize = 11;
 
-/// The whole proof on a CUDA device; see the module docs.
+/// The whole proof on a CUDA device; see the module docs. A backend serves one proving key,
+/// the one it was made with ([`CudaDevice::backend`]) or, for a bare backend, the first it
+/// is given.
 #[derive(Debug)]
 pub struct CudaBackend {
     ntt: NttKernels,
