@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let key = ProvingKey::read(BufReader::with_capacity(1 << 24, File::open(&path)?), check)?;
     let load = start.elapsed();
     let device = CudaDevice::open(0)?;
-    let partition: usize = pinprove::synth::witness_buffer_bytes(&key)?.iter().sum();
+    let partition = pinprove::synth::partition_bytes(&key)?;
     let config = Config {
         synthesis_threads: threads,
         max_gpu_queue_depth: depth,

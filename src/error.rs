@@ -79,6 +79,10 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// Reading or writing a parameter file failed below the format: the reader or writer
+    /// itself returned an error (a file cut short is [`Error::Decode`]).
+    #[error("parameter file I/O: {0}")]
+    Io(#[from] std::io::Error),
     /// A CUDA driver call failed.
     #[error("CUDA error {code}: {msg}")]
     Cuda {

@@ -44,7 +44,7 @@ use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
 use crate::groth16::{prepare_verifying_key, prover::assemble, verify_proof, PreparedVerifyingKey, Proof, ProvingKey};
 use crate::pool::{PinnedPool, PoolConfig};
-use crate::synth::{synthesize, witness_buffer_bytes, Witness};
+use crate::synth::{partition_bytes, synthesize, witness_buffer_bytes, Witness};
 use crate::timings::PartitionTimings;
 
 /// Most threads of either of a prover's pools (synthesis, compute).
@@ -393,8 +393,8 @@ impl Prover {
         if factories.len() > MAX_THREADS {
             return Err(Error::Config("at most MAX_THREADS (1024) backends"));
         }
-        let partition = witness_buffer_bytes(&key)?;
-        if partition.iter().map(|b| b.max(&1)).fold(0usize, |a, b| a.saturating_add(*b)) > pool.config().max_bytes {
+        let partition = partition_bytes(&key)?;
+        if partition > pool.config().max_bytes {
             return Err(Error::Config("the pool's cap (max_bytes) cannot hold the buffers of one partition"));
         }
         let max_in_flight = config.synthesis_threads + config.max_gpu_queue_depth + factories.len();
@@ -402,7 +402,7 @@ impl Prover {
         if prewarm_partitions > max_in_flight {
             return Err(Error::Config("prewarm_partitions must be at most the in-flight bound"));
         }
-        prewarm(&pool, partition, prewarm_partitions);
+        prewarm(&pool, witness_buffer_bytes(&key)?, partition, prewarm_partitions);
 
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth);
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
@@ -609,8 +609,7 @@ fn compute_pool(threads: usize) -> Result<rayon::ThreadPool> {
 
 /// Allocates up to `partitions` partitions' buffers, as many as the pool's cap allows. A
 /// failing allocation ends the prewarm with a warning, not the prover: checkouts fall back.
-fn prewarm(pool: &PinnedPool, buffers: [usize; 6], partitions: usize) {
-    let partition: usize = buffers.iter().map(|b| (*b).max(1)).sum();
+fn prewarm(pool: &PinnedPool, buffers: [usize; 6], partition: usize, partitions: usize) {
     let fits = pool.config().max_bytes.saturating_sub(pool.stats().bytes_pinned) / partition;
     if fits < partitions {
         log::warn!("the pool's cap allows prewarming {fits} of {partitions} partitions of {partition} bytes");

@@ -98,6 +98,18 @@ pub fn witness_buffer_bytes(key: &ProvingKey) -> Result<[usize; 6]> {
     Ok(bytes)
 }
 
+/// Bytes the pool holds for one partition of `key`: its six buffers, each at least one byte
+/// (as the pool hands them out). A pool's cap must hold this much.
+///
+/// # Errors
+/// [`Error::Config`] when the sizes overflow `usize`.
+pub fn partition_bytes(key: &ProvingKey) -> Result<usize> {
+    witness_buffer_bytes(key)?
+        .iter()
+        .try_fold(0usize, |sum, b| sum.checked_add((*b).max(1)))
+        .ok_or(Error::Config("a partition's buffers overflow usize"))
+}
+
 /// Synthesizes `circuit` into buffers checked out from `pool`, checking its shape against `key`.
 ///
 /// # Errors

@@ -66,14 +66,9 @@ struct Source<R> {
 
 impl<R: Read + Seek> Source<R> {
     fn new(mut reader: R) -> Result<Self> {
-        let io = |e: std::io::Error| Error::Decode {
-            what: format!("the parameters ({e})"),
-            offset: 0,
-            reason: "unreadable",
-        };
-        let offset = reader.stream_position().map_err(io)?;
-        let len = reader.seek(SeekFrom::End(0)).map_err(io)?;
-        reader.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let offset = reader.stream_position()?;
+        let len = reader.seek(SeekFrom::End(0))?;
+        reader.seek(SeekFrom::Start(offset))?;
         Ok(Source { reader, offset, len })
     }
 
@@ -180,7 +175,8 @@ impl ProvingKey {
     /// [`Error::Decode`] naming what is wrong and where (vector, index, byte offset): a file
     /// cut short, a length larger than the bytes left, a point that does not decode, is off its
     /// curve, outside its subgroup (with [`Check::Full`]) or at infinity in a query;
-    /// [`Error::InvalidKey`] for queries whose lengths disagree.
+    /// [`Error::InvalidKey`] for queries whose lengths disagree; [`Error::Io`] when `reader`
+    /// cannot tell its length (seek).
     pub fn read<R: Read + Seek>(reader: R, check: Check) -> Result<Self> {
         let mut src = Source::new(reader)?;
         let vk = VerifyingKey {
@@ -208,7 +204,7 @@ impl ProvingKey {
     /// points in parallel.
     ///
     /// # Errors
-    /// [`Error::Decode`] (naming the parameters) when `writer` fails.
+    /// [`Error::Io`] when `writer` fails.
     pub fn write<W: Write>(&self, mut writer: W) -> Result<()> {
         let vk = &self.vk;
         let mut head = Vec::new();
@@ -218,17 +214,12 @@ impl ProvingKey {
         head.extend_from_slice(vk.gamma_g2.to_uncompressed().as_ref());
         head.extend_from_slice(vk.delta_g1.to_uncompressed().as_ref());
         head.extend_from_slice(vk.delta_g2.to_uncompressed().as_ref());
-        let io = |e: std::io::Error| Error::Decode {
-            what: format!("the parameters ({e})"),
-            offset: 0,
-            reason: "unwritable",
-        };
-        writer.write_all(&head).map_err(io)?;
-        write_query(&mut writer, &vk.ic).map_err(io)?;
+        writer.write_all(&head)?;
+        write_query(&mut writer, &vk.ic)?;
         for query in [&self.h, &self.l, &self.a, &self.b_g1] {
-            write_query(&mut writer, query).map_err(io)?;
+            write_query(&mut writer, query)?;
         }
-        write_query(&mut writer, &self.b_g2).map_err(io)
+        Ok(write_query(&mut writer, &self.b_g2)?)
     }
 }
 

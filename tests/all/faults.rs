@@ -18,7 +18,7 @@ use pinprove::{Config, Error, HeapAllocator, HostAllocator, PartitionTimings, Pi
 use rand::{Rng, SeedableRng};
 
 use crate::circuits::Faulty;
-use crate::support::{assert_balanced, chain, config, key, partition_bytes};
+use crate::support::{assert_balanced, chain, config, eventually_balanced, key, partition_bytes};
 
 fn setup(lg_m: u32) -> (ProvingKey, PreparedVerifyingKey) {
     let key = key(lg_m);
@@ -190,11 +190,7 @@ fn dropping_a_prover_mid_batch_answers_every_job_and_returns_every_buffer() {
     pending.next().unwrap().wait().unwrap(); // the pipeline is running
     drop(prover);
     // Circuits mid-synthesis run to their end and then give their buffers back.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while pool.stats().outstanding() > 0 {
-        assert!(std::time::Instant::now() < deadline, "buffers never came back: {:?}", pool.stats());
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    eventually_balanced(&pool);
     let (mut proved, mut closed) = (1, 0);
     for p in pending {
         match p.wait() {

@@ -13,7 +13,7 @@ use pinprove::synth::Witness;
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Prover};
 
 use crate::circuits::{Faulty, MimcChain};
-use crate::support::{assert_balanced, chain, config, key, partition_bytes};
+use crate::support::{assert_balanced, chain, config, eventually_balanced, key, partition_bytes};
 
 /// The CPU backend behind a gate: each partition waits for a token before its h stage.
 struct Gated {
@@ -285,16 +285,6 @@ fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send +
     let (done, result) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || done.send(f()).unwrap());
     result.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("{what} hung"))
-}
-
-/// Polls until every buffer is back (circuits aborted mid-synthesis return theirs when they end).
-fn eventually_balanced(pool: &PinnedPool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while pool.stats().outstanding() > 0 {
-        assert!(Instant::now() < deadline, "buffers never came back: {:?}", pool.stats());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_balanced(&pool.stats());
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Helpers every test module of the suite uses.
 
 use pinprove::groth16::{generator, ProvingKey};
-use pinprove::{Config, PoolStats};
+use std::time::{Duration, Instant};
+
+use pinprove::{Config, PinnedPool, PoolStats};
 
 use crate::circuits::MimcChain;
 
@@ -22,7 +24,18 @@ pub(crate) fn config(threads: usize, depth: usize) -> Config {
 
 /// Bytes of the pool buffers one partition of `key` holds (a zero-length buffer takes 1 byte).
 pub(crate) fn partition_bytes(key: &ProvingKey) -> usize {
-    pinprove::synth::witness_buffer_bytes(key).unwrap().iter().map(|b| (*b).max(1)).sum()
+    pinprove::synth::partition_bytes(key).unwrap()
+}
+
+/// Polls until every buffer is back (circuits aborted mid-synthesis return theirs when they
+/// end), then checks the books balance.
+pub(crate) fn eventually_balanced(pool: &PinnedPool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pool.stats().outstanding() > 0 {
+        assert!(Instant::now() < deadline, "buffers never came back: {:?}", pool.stats());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_balanced(&pool.stats());
 }
 
 /// Every buffer checked out has come back, pooled and fallback alike.
