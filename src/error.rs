@@ -52,7 +52,7 @@ pub enum Error {
     /// A user circuit panicked during synthesis; the message is kept when it was a string.
     #[error("worker panicked: {0}")]
     WorkerPanicked(String),
-    /// The backend panicked on this job's partition; its proving thread was retired (see
+    /// The backend panicked on this job's partition; its device was taken out of service (see
     /// [`Prover`](crate::Prover)). The message is kept when it was a string.
     #[error("backend panicked: {0}")]
     BackendPanicked(String),
@@ -113,6 +113,12 @@ pub enum Error {
 pub type Result<T> = core::result::Result<T, Error>;
 
 impl Error {
+    /// Whether the error says the device itself failed (a driver error, a backend panic),
+    /// rather than the one partition: the prover then takes that device out of service.
+    pub fn is_device_fault(&self) -> bool {
+        matches!(self, Error::Cuda { .. } | Error::BackendPanicked(_))
+    }
+
     /// The message of a `catch_unwind` payload, when it was a string.
     pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         match payload.downcast::<String>() {

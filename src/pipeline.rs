@@ -19,12 +19,21 @@
 //! Nothing is lost on any path: every job is answered exactly once (an unanswered job's
 //! [`Reply`] answers [`Error::PipelineClosed`] when dropped), and a partition's buffers are
 //! back in the pool before its job is answered. A failing or panicking circuit answers its own
-//! job. A backend that returns an error fails that partition only. A backend that *panics*
-//! retires its proving thread, since a device in an unknown state cannot be trusted with the
-//! next partition; when no proving thread is left the prover is [failed](Prover::is_failed):
-//! the last one stays behind only to answer every queued and later job with
-//! [`Error::PipelineClosed`] (a bounded crossbeam channel keeps queued messages, and their
-//! buffers, when its receivers go away; see crossbeam-rs/crossbeam#1102).
+//! job. A backend that returns an error fails that partition only, unless the error is a
+//! [device fault](Error::is_device_fault) (a driver error, a panic): then the device is taken out
+//! of service (logged, and counted in [`Prover::failed_devices`]), since a device in an unknown
+//! state cannot be trusted with the next partition. Its partition goes back to the other
+//! devices through a retry channel when the backend [leaves the witness
+//! intact](Backend::leaves_witness_intact) (a GPU backend works on its own copies), and is
+//! answered with the fault otherwise: no job is lost, and none is proved twice, since a job's
+//! answer is given once, by the device that proves it. When no device is left the prover is
+//! [failed](Prover::is_failed): the last proving thread stays behind only to answer every queued
+//! and later job with [`Error::PipelineClosed`] (a bounded crossbeam channel keeps queued
+//! messages, and their buffers, when its receivers go away; see crossbeam-rs/crossbeam#1102).
+//!
+//! The proving threads stop when told to (the `stop` channel), not when the job channel
+//! empties, since a partition may still come back from a failing device: `shutdown` waits until
+//! every job is answered before telling them.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -135,6 +144,14 @@ impl Reply {
         self.send(result);
     }
 
+    /// Puts a claimed sender back in the registry: the job goes back in line unanswered.
+    fn unclaim(mut self) -> Self {
+        if let Some(sender) = self.claimed.take() {
+            self.shared.pending.lock().insert(self.job, sender);
+        }
+        self
+    }
+
     fn send(&mut self, result: Result<Proof>) {
         let sender = self.claimed.take().or_else(|| self.shared.pending.lock().remove(&self.job));
         if let Some(sender) = sender {
@@ -186,6 +203,8 @@ struct Shared {
     failed: AtomicBool,
     /// Proving threads still serving.
     serving: AtomicUsize,
+    /// Devices taken out of service after a fault.
+    failed_devices: AtomicUsize,
 }
 
 impl Shared {
@@ -199,6 +218,7 @@ impl Shared {
             closing: AtomicBool::default(),
             failed: AtomicBool::default(),
             serving: AtomicUsize::new(proving_threads),
+            failed_devices: AtomicUsize::default(),
         }
     }
 
@@ -308,7 +328,8 @@ pub struct Prover {
     synthesis: rayon::ThreadPool,
     /// `Some` until the prover ends, which closes the channel by dropping it.
     jobs: Option<Sender<Partition>>,
-    /// Dropped to tell the proving threads to stop at once (abort).
+    /// Dropped to tell the proving threads to stop: at once on an abort, once every job is
+    /// answered on a shutdown.
     stop: Option<Sender<()>>,
     proving_threads: Vec<JoinHandle<()>>,
     backend: &'static str,
@@ -335,6 +356,43 @@ struct ProvingContext {
     pvk: Option<Arc<PreparedVerifyingKey>>,
     compute: Arc<rayon::ThreadPool>,
     shared: Arc<Shared>,
+    /// The synthesized partitions, and those a failing device gave back (unbounded, so giving
+    /// one back never blocks), which go first.
+    queue: Receiver<Partition>,
+    retry: (Sender<Partition>, Receiver<Partition>),
+    stop: Receiver<()>,
+}
+
+impl ProvingContext {
+    /// The next partition to prove, or `None` once told to stop.
+    fn next(&self, queue_open: &mut bool) -> Option<Partition> {
+        loop {
+            if let Ok(partition) = self.retry.1.try_recv() {
+                return Some(partition);
+            }
+            if !*queue_open {
+                return select! {
+                    recv(self.retry.1) -> partition => partition.ok(),
+                    recv(self.stop) -> _ => None,
+                };
+            }
+            select! {
+                recv(self.queue) -> partition => match partition {
+                    Ok(partition) => return Some(partition),
+                    Err(_) => *queue_open = false, // every synthesis sender is gone
+                },
+                recv(self.retry.1) -> partition => return partition.ok(),
+                recv(self.stop) -> _ => return None,
+            }
+        }
+    }
+
+    /// Closes every partition still queued or given back.
+    fn close_queued(&self) {
+        while let Ok(partition) = self.retry.1.try_recv().or_else(|_| self.queue.try_recv()) {
+            partition.close();
+        }
+    }
 }
 
 impl Prover {
@@ -405,6 +463,7 @@ impl Prover {
         prewarm(&pool, witness_buffer_bytes(&key)?, partition, prewarm_partitions);
 
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth);
+        let retry = crossbeam_channel::unbounded::<Partition>();
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(Shared::new(factories.len()));
         let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&key.vk)));
@@ -417,14 +476,16 @@ impl Prover {
                 pvk: pvk.clone(),
                 compute: Arc::clone(&compute),
                 shared: Arc::clone(&shared),
+                queue: queue.clone(),
+                retry: retry.clone(),
+                stop: stopped.clone(),
             };
-            let (queue, stopped) = (queue.clone(), stopped.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("pinprove-prover-{i}"))
                 .spawn(move || match factory(&ctx.key) {
                     Ok(backend) => {
                         let _ = started.send(Ok(backend.name()));
-                        proving_loop(backend, i, &ctx, &queue, &stopped);
+                        proving_loop(backend, i, &ctx);
                     }
                     Err(e) => {
                         let _ = started.send(Err(e));
@@ -432,7 +493,7 @@ impl Prover {
                 })
                 .map_err(|_| Error::Config("could not spawn a proving thread"))?;
             proving_threads.push(thread);
-            // On an error, dropping `jobs` below ends the threads already started.
+            // On an error, dropping `stop` below ends the threads already started.
             backend = start_result.recv().unwrap_or(Err(Error::PipelineClosed))?;
         }
         let synthesis = rayon::ThreadPoolBuilder::new()
@@ -529,10 +590,16 @@ impl Prover {
         std::mem::take(&mut *self.shared.timings.lock())
     }
 
-    /// Whether every proving thread has retired after a backend panic: every job is now
+    /// Whether every device has been taken out of service after a fault: every job is now
     /// answered [`Error::PipelineClosed`], and a new prover is needed.
     pub fn is_failed(&self) -> bool {
         self.shared.failed.load(Ordering::Acquire)
+    }
+
+    /// Devices (proving threads) taken out of service after a [device
+    /// fault](Error::is_device_fault).
+    pub fn failed_devices(&self) -> usize {
+        self.shared.failed_devices.load(Ordering::Acquire)
     }
 
     /// The pool, for its [`stats`](PinnedPool::stats) or [`shrink`](PinnedPool::shrink).
@@ -574,19 +641,19 @@ impl Prover {
         if abort {
             self.shared.closing.store(true, Ordering::Release);
             self.shared.close_pending();
-            self.stop = None; // wakes the proving threads, which drain the channel and exit
         }
         self.jobs = None;
-        for thread in self.proving_threads.drain(..) {
-            if thread.join().is_err() {
-                log::error!("a pinprove proving thread panicked");
-            }
-        }
         if !abort {
-            // The last answers may still be on their way from the compute pool (verification).
+            // Every job answered, the last ones possibly by the compute pool (verification).
             let mut unanswered = self.shared.unanswered.lock();
             while *unanswered > 0 {
                 self.shared.all_answered.wait(&mut unanswered);
+            }
+        }
+        self.stop = None; // wakes the proving threads: they close what is still queued and exit
+        for thread in self.proving_threads.drain(..) {
+            if thread.join().is_err() {
+                log::error!("a pinprove proving thread panicked");
             }
         }
     }
@@ -663,35 +730,24 @@ impl SynthesisContext {
     }
 }
 
-/// The proving thread: one partition at a time until every sender is gone or the prover is
-/// aborted, or until the backend panics (see the module docs).
-fn proving_loop<B: Backend>(
-    mut backend: B,
-    device: usize,
-    ctx: &ProvingContext,
-    queue: &Receiver<Partition>,
-    stop: &Receiver<()>,
-) {
+/// The proving thread: one partition at a time until told to stop, or until its device
+/// faults (see the module docs).
+fn proving_loop<B: Backend>(mut backend: B, device: usize, ctx: &ProvingContext) {
     let shared = &ctx.shared;
     let mut idle_since = Instant::now();
-    let mut retired = false;
-    loop {
-        let partition = select! {
-            recv(queue) -> partition => match partition {
-                Ok(partition) => partition,
-                Err(_) => break, // every sender is gone
-            },
-            recv(stop) -> _ => break,
-        };
+    let mut queue_open = true;
+    let (mut retired, mut last) = (false, false);
+    while let Some(partition) = ctx.next(&mut queue_open) {
         if shared.stopped() {
             partition.close();
             continue;
         }
-        let Partition { mut witness, r, s, timings: mut t, sent_at, reply } = partition;
+        let Partition { mut witness, r, s, timings: synthesized, sent_at, reply } = partition;
         let Some(reply) = reply.claim() else {
             continue; // answered by an abort meanwhile; the buffers go back here
         };
         let start = Instant::now();
+        let mut t = synthesized;
         t.device = device;
         t.proving_start = start - shared.epoch;
         t.queue_wait = start - sent_at;
@@ -701,10 +757,27 @@ fn proving_loop<B: Backend>(
             let sums = backend.msm(&ctx.key, &witness, &mut t)?;
             Ok(assemble(&ctx.key.vk, &sums, r, s))
         }))
-        .unwrap_or_else(|panic| {
+        .unwrap_or_else(|panic| Err(Error::BackendPanicked(Error::panic_message(panic))));
+        if let Some(e) = result.as_ref().err().filter(|e| e.is_device_fault()) {
+            let left = shared.serving.fetch_sub(1, Ordering::AcqRel) - 1;
+            shared.failed_devices.fetch_add(1, Ordering::AcqRel);
+            last = left == 0;
+            let give_back = !last && backend.leaves_witness_intact() && !shared.stopped();
+            log::error!(
+                "device {device} ({}) out of service after a fault on job {}: {e}; {left} device(s) left{}",
+                backend.name(),
+                t.job,
+                if give_back { ", which take its partition" } else { "" },
+            );
+            if give_back {
+                let reply = reply.unclaim();
+                let partition = Partition { witness, r, s, timings: synthesized, sent_at: Instant::now(), reply };
+                // This context holds a receiver too: the send cannot fail.
+                let _ = ctx.retry.0.send(partition);
+                break;
+            }
             retired = true;
-            Err(Error::BackendPanicked(Error::panic_message(panic)))
-        });
+        }
         let inputs = witness.public_inputs().to_vec();
         // Buffers go back before the caller hears, so a finished batch sees a balanced pool.
         drop(witness);
@@ -735,27 +808,16 @@ fn proving_loop<B: Backend>(
         idle_since = Instant::now();
     }
     drop(backend);
-    if retired {
-        log::error!("a pinprove proving thread retired after its backend panicked");
-        if shared.serving.fetch_sub(1, Ordering::AcqRel) == 1 {
-            shared.failed.store(true, Ordering::Release);
-            log::error!("no proving thread left: the prover has failed; queued and later jobs are closed");
-            // Stay until every sender is gone (or the prover ends), answering what arrives.
-            loop {
-                select! {
-                    recv(queue) -> partition => match partition {
-                        Ok(partition) => partition.close(),
-                        Err(_) => break,
-                    },
-                    recv(stop) -> _ => break,
-                }
-            }
+    if last {
+        shared.failed.store(true, Ordering::Release);
+        log::error!("no device left: the prover has failed; queued and later jobs are closed");
+        // Stay until told to stop, answering what arrives.
+        while let Some(partition) = ctx.next(&mut queue_open) {
+            partition.close();
         }
     }
     if shared.stopped() {
-        // Aborted or failed: what is still queued is answered here, not left in the channel.
-        while let Ok(partition) = queue.try_recv() {
-            partition.close();
-        }
+        // Aborted or failed: what is still queued is answered here, not left in the channels.
+        ctx.close_queued();
     }
 }

@@ -28,12 +28,22 @@ pub trait Backend {
     /// `witness.abc.a[..m-1]` holds h afterwards, or the backend keeps h for `msm`.
     ///
     /// # Errors
-    /// [`Error::Backend`](crate::Error::Backend) when the device fails.
+    /// [`Error::Backend`](crate::Error::Backend) when the partition fails;
+    /// [`Error::Cuda`](crate::Error::Cuda) or a panic when the device does.
     fn h(&mut self, key: &ProvingKey, witness: &mut Witness, t: &mut PartitionTimings) -> Result<()>;
+
+    /// Whether a partition this backend failed on still holds the witness as synthesis wrote
+    /// it, so that another device can prove it after a [device
+    /// fault](crate::Error::is_device_fault). True for a device backend, whose h stage works on
+    /// its own copies of a/b/c; false (the default) for one that computes h in place.
+    fn leaves_witness_intact(&self) -> bool {
+        false
+    }
 
     /// The five MSMs of the partition (H, L, A, B in G1, B in G2).
     ///
     /// # Errors
-    /// [`Error::Backend`](crate::Error::Backend) when the device fails.
+    /// [`Error::Backend`](crate::Error::Backend) when the partition fails;
+    /// [`Error::Cuda`](crate::Error::Cuda) or a panic when the device does.
     fn msm(&mut self, key: &ProvingKey, witness: &Witness, t: &mut PartitionTimings) -> Result<MsmSums>;
 }

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::circuits::random_scalars;
 use crate::circuits::timing_key::{g1_points, g2_points};
-use crate::support::{chain, key, partition_bytes};
+use crate::support::{chain, faulty_devices, key, partition_bytes};
 
 /// `points` with every 1000th at infinity and every 1000th (offset 500) a copy of its
 /// predecessor, so buckets meet infinity and equal points (the doubling case).
@@ -237,6 +237,35 @@ fn gpu_pipeline_proofs_equal_cpu_proofs_and_verify() {
         .iter()
         .all(|t| t.pinned && t.h2d > std::time::Duration::ZERO && t.msm_steps.b_g2 > std::time::Duration::ZERO));
     assert!(PartitionTimings::device_busy(&timings) > std::time::Duration::ZERO);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_faulting_gpu_leaves_service_and_another_proves_its_partitions_bit_for_bit() {
+    let key = key(14);
+    let device = CudaDevice::open(0).unwrap();
+    let config = Config { synthesis_threads: 4, max_gpu_queue_depth: 2, ..Config::default() };
+    let proved = std::sync::Arc::default();
+    // Two backends on the device; the second faults on its 2nd partition.
+    let make = {
+        let device = device.clone();
+        let key = key.clone();
+        move || device.backend(&key)
+    };
+    let factories = faulty_devices(make, &[(None, false), (Some(2), false)], &proved);
+    let gpu = Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), factories).unwrap();
+    let jobs = || (0..12u64).map(|i| (chain(14, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect::<Vec<_>>();
+    let on_gpu = gpu.prove_with_randomness(jobs()).unwrap();
+    let on_cpu = Prover::new(key, config).unwrap().prove_with_randomness(jobs()).unwrap();
+    for (i, (g, c)) in on_gpu.into_iter().zip(on_cpu).enumerate() {
+        assert_eq!(g.unwrap(), c.unwrap(), "job {i}");
+    }
+    assert_eq!(gpu.failed_devices(), 1);
+    let mut proved = proved.lock().clone();
+    proved.sort_unstable();
+    assert_eq!(proved, (0..12).collect::<Vec<u64>>(), "every job proved exactly once");
+    let s = gpu.pool().stats();
+    assert_eq!(s.checkouts, s.checkins);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use pinprove::{Config, Error, HeapAllocator, HostAllocator, PartitionTimings, Pi
 use rand::{Rng, SeedableRng};
 
 use crate::circuits::Faulty;
-use crate::support::{assert_balanced, chain, config, eventually_balanced, key, partition_bytes};
+use crate::support::{assert_balanced, chain, config, eventually_balanced, faulty_devices, key, partition_bytes};
 
 fn setup(lg_m: u32) -> (ProvingKey, PreparedVerifyingKey) {
     let key = key(lg_m);
@@ -27,7 +27,7 @@ fn setup(lg_m: u32) -> (ProvingKey, PreparedVerifyingKey) {
 }
 
 /// Injected panics are expected here: keep their messages (and backtraces) out of the log.
-fn quiet_injected_panics() {
+pub(crate) fn quiet_injected_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
@@ -101,6 +101,53 @@ fn faulty(
 ) -> impl FnOnce(&ProvingKey) -> pinprove::Result<FaultyBackend> + Send + 'static {
     let (errors, panics) = (errors.iter().copied().collect(), panics.iter().copied().collect());
     move |_| Ok(FaultyBackend { inner: CpuBackend::new()?, errors, panics })
+}
+
+#[test]
+fn a_failing_device_leaves_service_and_the_others_prove_its_jobs_once() {
+    let (key, pvk) = setup(5);
+    quiet_injected_panics();
+    let proved = Arc::default();
+    // Four devices: one faults (driver error) on its 2nd partition, one panics on its 3rd.
+    let factories =
+        faulty_devices(CpuBackend::new, &[(None, false), (Some(2), false), (None, false), (Some(3), true)], &proved);
+    let prover = Prover::with_backends(key, config(3, 2), PinnedPool::new(PoolConfig::default()), factories).unwrap();
+    let mut devices_used = BTreeSet::new();
+    for batch in 0..3u64 {
+        let jobs = batch * 12..batch * 12 + 12;
+        let results = prover.prove(jobs.clone().map(|x| chain(5, x)).collect()).unwrap();
+        for (x0, r) in jobs.zip(results) {
+            let proof = r.unwrap_or_else(|e| panic!("job {x0}: {e}"));
+            assert!(verify_proof(&pvk, &proof, &chain(5, x0).public_inputs()).unwrap(), "job {x0}");
+        }
+        devices_used.extend(prover.take_timings().iter().map(|t| t.device));
+        assert_balanced(&prover.pool().stats());
+    }
+    assert_eq!(prover.failed_devices(), 2);
+    assert!(!prover.is_failed());
+    let mut proved = proved.lock().clone();
+    proved.sort_unstable();
+    assert_eq!(proved, (0..36).collect::<Vec<u64>>(), "every job proved exactly once");
+    assert!(devices_used.contains(&0) && devices_used.contains(&2), "{devices_used:?}");
+    prover.shutdown();
+}
+
+#[test]
+fn when_the_last_device_fails_its_job_gets_the_fault_and_the_rest_are_closed() {
+    let (key, pvk) = setup(5);
+    let proved = Arc::default();
+    let pool = PinnedPool::new(PoolConfig::default());
+    let factories = faulty_devices(CpuBackend::new, &[(Some(2), false)], &proved);
+    let prover = Prover::with_backends(key, config(1, 0), pool.clone(), factories).unwrap();
+    let results = prover.prove((0..5).map(|x| chain(5, x)).collect()).unwrap();
+    assert!(verify_proof(&pvk, results[0].as_ref().unwrap(), &chain(5, 0).public_inputs()).unwrap());
+    assert!(matches!(&results[1], Err(e @ Error::Cuda { code: 700, .. }) if e.is_device_fault()), "{:?}", results[1]);
+    assert!(results[2..].iter().all(|r| matches!(r, Err(Error::PipelineClosed))), "{results:?}");
+    assert!(prover.is_failed());
+    assert_eq!(prover.failed_devices(), 1);
+    assert_balanced(&pool.stats());
+    prover.shutdown();
+    assert_balanced(&pool.stats());
 }
 
 #[test]

@@ -1,9 +1,14 @@
 //! Helpers every test module of the suite uses.
 
 use pinprove::groth16::{generator, ProvingKey};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pinprove::{Config, PinnedPool, PoolStats};
+use parking_lot::Mutex;
+use pinprove::backend::Backend;
+use pinprove::groth16::prover::MsmSums;
+use pinprove::synth::Witness;
+use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolStats};
 
 use crate::circuits::MimcChain;
 
@@ -42,4 +47,59 @@ pub(crate) fn eventually_balanced(pool: &PinnedPool) {
 pub(crate) fn assert_balanced(s: &PoolStats) {
     assert_eq!(s.checkouts, s.checkins, "every buffer back: {s:?}");
     assert_eq!((s.bytes_in_use, s.fallback_bytes_in_use), (0, 0), "{s:?}");
+}
+
+/// A device that faults on its `fault_at`-th partition (1-based), before its inner backend
+/// sees it, with a driver error or (`panic`) a panic; it notes the job of every proof it
+/// completes in `proved`.
+pub(crate) struct FaultyDevice<B> {
+    inner: B,
+    seen: usize,
+    fault_at: Option<usize>,
+    panic: bool,
+    proved: Arc<Mutex<Vec<u64>>>,
+}
+
+impl<B: Backend> Backend for FaultyDevice<B> {
+    fn name(&self) -> &'static str {
+        "faulty-device"
+    }
+    fn leaves_witness_intact(&self) -> bool {
+        true // it faults before its inner backend runs
+    }
+    fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
+        self.seen += 1;
+        if self.fault_at == Some(self.seen) {
+            assert!(!self.panic, "injected backend panic");
+            return Err(Error::Cuda { code: 700, msg: "injected illegal address".into() });
+        }
+        self.inner.h(key, w, t)
+    }
+    fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
+        let sums = self.inner.msm(key, w, t)?;
+        self.proved.lock().push(t.job);
+        Ok(sums)
+    }
+}
+
+pub(crate) type DeviceFactory<B> = Box<dyn FnOnce(&ProvingKey) -> pinprove::Result<FaultyDevice<B>> + Send>;
+
+/// One factory per `(fault_at, panic)`, each wrapping a backend `make` builds.
+pub(crate) fn faulty_devices<B, F>(
+    make: F,
+    faults: &[(Option<usize>, bool)],
+    proved: &Arc<Mutex<Vec<u64>>>,
+) -> Vec<DeviceFactory<B>>
+where
+    B: Backend + 'static,
+    F: Fn() -> pinprove::Result<B> + Clone + Send + 'static,
+{
+    faults
+        .iter()
+        .map(|&(fault_at, panic)| {
+            let (proved, make) = (Arc::clone(proved), make.clone());
+            Box::new(move |_: &ProvingKey| Ok(FaultyDevice { inner: make()?, seen: 0, fault_at, panic, proved }))
+                as DeviceFactory<B>
+        })
+        .collect()
 }

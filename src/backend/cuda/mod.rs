@@ -339,6 +339,11 @@ impl Backend for CudaBackend {
         "cuda"
     }
 
+    /// The witness is only read: a/b/c are copied to the device.
+    fn leaves_witness_intact(&self) -> bool {
+        true
+    }
+
     fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
         let lock = Arc::clone(&self.lock);
         let waited = Instant::now();
