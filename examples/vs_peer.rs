@@ -20,7 +20,9 @@ use rand::Rng;
 
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --params FILE --shape dense --lg-m K \\
-    [--proofs 8] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1]
+    [--proofs 8] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1] [--memory-limit GB]
+`--memory-limit`: the most device memory the backend may hold; a key that does not fit
+beside a partition's buffers is streamed from pinned host memory (the placement is printed).
 `--timing 1`: the file is a timing-only key (`peer synth`): proofs cannot verify, so the
 prover's own verification is off. `--check 1` checks every point's subgroup on load.
 Prints, besides the stage table, the batch's start and end (Unix seconds) so that
@@ -34,7 +36,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let flags = Flags::parse(
         USAGE,
-        &["--params", "--shape", "--lg-m", "--proofs", "--warmup", "--threads", "--depth", "--timing", "--check"],
+        &[
+            "--params",
+            "--shape",
+            "--lg-m",
+            "--proofs",
+            "--warmup",
+            "--threads",
+            "--depth",
+            "--timing",
+            "--check",
+            "--memory-limit",
+        ],
     )?;
     let path: String = flags.get("--params", String::new())?;
     if path.is_empty() {
@@ -48,11 +61,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let depth = flags.get("--depth", defaults.max_gpu_queue_depth)?;
     let timing = flags.get("--timing", 0u8)? == 1;
     let check = if flags.get("--check", 0u8)? == 1 { Check::Full } else { Check::OnCurve };
+    let memory_limit: f64 = flags.get("--memory-limit", 0.0)?;
 
     let start = Instant::now();
     let key = ProvingKey::read(BufReader::with_capacity(1 << 24, File::open(&path)?), check)?;
     let load = start.elapsed();
-    let device = CudaDevice::open(0)?;
+    let mut device = CudaDevice::open(0)?;
+    if memory_limit > 0.0 {
+        device = device.with_memory_limit((memory_limit * 1e9) as usize);
+    }
     let partition = pinprove::synth::partition_bytes(&key)?;
     let config = Config {
         synthesis_threads: threads,
@@ -68,16 +85,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let setup = start.elapsed();
     let report = device.report();
     println!(
-        "ours on {}: {} 2^{lg_m}, key {:.2} GB read in {:.2} s ({check:?}), on the device in {:.2} s; prover ready in {:.2} s \
-         (pool prewarmed: {:.1} GB pinned in {:.2} s); device memory used {:.1} of {:.1} GB",
+        "ours on {}: {} 2^{lg_m}, key {:.2} GB read in {:.2} s ({check:?}), {:?} in {:.2} s; prover ready in {:.2} s \
+         (pool prewarmed: {:.1} GB pinned in {:.2} s); backend holds {:.2} GB; device memory used {:.1} of {:.1} GB",
         report.name,
         shape.name(),
         report.key_bytes as f64 / 1e9,
         load.as_secs_f64(),
+        report.key_placement,
         report.key_upload.as_secs_f64(),
         setup.as_secs_f64(),
         prover.pool().stats().bytes_pinned as f64 / 1e9,
         prover.pool().stats().alloc_time.as_secs_f64(),
+        report.backend_bytes as f64 / 1e9,
         report.memory_used as f64 / 1e9,
         report.memory_total as f64 / 1e9,
     );

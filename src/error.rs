@@ -91,11 +91,13 @@ pub enum Error {
         /// The driver's description.
         msg: String,
     },
-    /// Device memory ran out: the device cannot hold what was asked for (the proving key, a
-    /// partition's buffers or an MSM's scratch).
+    /// Device memory ran out: the device (or the memory limit it was opened with,
+    /// `CudaDevice::with_memory_limit`) cannot hold what was asked for: a partition's buffers, an MSM's scratch, the kernels or a stream. Not a
+    /// [device fault](Error::is_device_fault): the device stays in service.
     #[error("device out of memory: {requested} bytes requested")]
     DeviceOutOfMemory {
-        /// Bytes asked for.
+        /// Bytes asked for; under a memory limit, all the backend would hold; 0 when the
+        /// driver did not say.
         requested: usize,
     },
     /// There is no CUDA device with this ordinal (or no CUDA device at all).

@@ -6,13 +6,14 @@
 use bellperson::groth16 as bp;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
-use pinprove::backend::cuda::{window_bits, CudaDevice, Transform};
+use pinprove::backend::cuda::DeviceReport;
+use pinprove::backend::cuda::{window_bits, CudaDevice, KeyPlacement, Transform};
 use pinprove::backend::{Backend, CpuBackend};
 use pinprove::domain::Domain;
 use pinprove::groth16::{prepare_verifying_key, verify_proof};
 use pinprove::msm::{msm, CpuMsm};
 use pinprove::synth::synthesize;
-use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Prover};
+use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Proof, Prover};
 use rand::{Rng, SeedableRng};
 
 use crate::circuits::random_scalars;
@@ -155,10 +156,21 @@ fn gpu_msm_equals_cpu_msm_from_2_13_to_2_22() {
 
 #[test]
 #[ignore = "needs a CUDA device"]
-fn gpu_transforms_equal_the_cpu_for_2_10_to_2_24() {
+fn gpu_transforms_equal_the_cpu_for_2_1_to_2_13() {
+    check_transforms(1..=13);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_transforms_equal_the_cpu_for_2_14_to_2_24() {
+    check_transforms(14..=24);
+}
+
+/// Every transform of random input, GPU against CPU, at each size 2^lg.
+fn check_transforms(lgs: std::ops::RangeInclusive<u64>) {
     let mut gpu = CudaDevice::open(0).unwrap().bare_backend().unwrap();
     let mut failures = Vec::new();
-    for lg in 10u64..=24 {
+    for lg in lgs {
         let input = random_scalars(1 << lg, lg);
         let cpu = Domain::new(input.len()).unwrap();
         type CpuTransform = fn(&Domain, &mut [Scalar]);
@@ -266,6 +278,72 @@ fn a_faulting_gpu_leaves_service_and_another_proves_its_partitions_bit_for_bit()
     assert_eq!(proved, (0..12).collect::<Vec<u64>>(), "every job proved exactly once");
     let s = gpu.pool().stats();
     assert_eq!(s.checkouts, s.checkins);
+}
+
+/// Proofs of 2^lg jobs with fixed r, s on `device`, with the report of its backend.
+fn proofs_on(
+    device: &CudaDevice,
+    key: &pinprove::ProvingKey,
+    jobs: u64,
+) -> pinprove::Result<(Vec<Proof>, DeviceReport)> {
+    let config = Config { synthesis_threads: 4, max_gpu_queue_depth: 2, ..Config::default() };
+    let lg = key.domain_size().trailing_zeros();
+    let prover =
+        Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), vec![device.backend_factory()])?;
+    let report = device.report();
+    let proofs = prover.prove_with_randomness(
+        (0..jobs).map(|i| (chain(lg, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect(),
+    )?;
+    let s = prover.pool().stats();
+    assert_eq!(s.checkouts, s.checkins);
+    Ok((proofs.into_iter().collect::<pinprove::Result<_>>()?, report))
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_key_over_the_memory_limit_is_streamed_and_proves_bit_for_bit() {
+    let key = key(16);
+    let device = CudaDevice::open(0).unwrap();
+    let (resident, report) = proofs_on(&device, &key, 4).unwrap();
+    assert_eq!(report.key_placement, KeyPlacement::Resident);
+    // Room for everything but half the key: the bases must be streamed.
+    let limit = report.backend_bytes - report.key_bytes / 2;
+    let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(limit), &key, 4).unwrap();
+    let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
+    assert!(chunk < key.domain_size() && limited.backend_bytes <= limit, "{limited:?}, limit {limit}");
+    println!("resident {report:?}\nstreamed {limited:?}");
+    let cpu = Prover::new(key.clone(), Config::default()).unwrap();
+    let on_cpu = cpu
+        .prove_with_randomness((0..4).map(|i| (chain(16, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect())
+        .unwrap();
+    for (i, ((r, s), c)) in resident.iter().zip(&streamed).zip(on_cpu).enumerate() {
+        let c = c.unwrap();
+        assert_eq!(r, &c, "job {i}: the resident key's proof differs from the CPU's");
+        assert_eq!(s, &c, "job {i}: the streamed key's proof differs from the CPU's");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn device_out_of_memory_is_typed_loses_nothing_and_the_device_stays_usable() {
+    let key = key(16);
+    let device = CudaDevice::open(0).unwrap();
+    // Under a limit too small for a partition's buffers.
+    let tiny = device.clone().with_memory_limit(1 << 20);
+    assert!(matches!(proofs_on(&tiny, &key, 1), Err(Error::DeviceOutOfMemory { .. })));
+    // With the device itself nearly full.
+    let _current = device.bare_backend().unwrap(); // makes the context current here
+    let (free, _) = cust::memory::mem_get_info().unwrap();
+    let blocker = cust::memory::DeviceBuffer::<u8>::zeroed(free - (4 << 20)).unwrap();
+    let r = proofs_on(&device, &key, 1);
+    assert!(matches!(r, Err(Error::DeviceOutOfMemory { .. })), "{r:?}");
+    drop(blocker);
+    let (proofs, report) = proofs_on(&device, &key, 2).unwrap();
+    let pvk = prepare_verifying_key(&key.vk);
+    for (i, p) in proofs.iter().enumerate() {
+        assert!(verify_proof(&pvk, p, &chain(16, i as u64).public_inputs()).unwrap());
+    }
+    assert_eq!(report.key_placement, KeyPlacement::Resident);
 }
 
 #[test]

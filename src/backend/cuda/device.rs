@@ -9,7 +9,7 @@ use cust::device::Device;
 use parking_lot::Mutex;
 
 use super::ffi::{from_cust, PinnedAllocator};
-use super::CudaBackend;
+use super::{CudaBackend, KeyPlacement};
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
 use crate::pool::{PinnedPool, PoolConfig};
@@ -19,12 +19,17 @@ use crate::pool::{PinnedPool, PoolConfig};
 pub struct DeviceReport {
     /// The device's name, e.g. "NVIDIA H200".
     pub name: String,
-    /// Bytes of the proving key's bases on the device.
+    /// Bytes of the proving key's bases.
     pub key_bytes: usize,
-    /// Wall time of uploading them (from pinned staging chunks).
+    /// Where the backend keeps them.
+    pub key_placement: KeyPlacement,
+    /// Wall time of uploading them (from pinned staging chunks) or, streamed, of pinning
+    /// their host copy.
     pub key_upload: Duration,
-    /// Device memory in use once the key, the partition buffers and the MSM scratch are
-    /// allocated (all of it, other processes' included).
+    /// Device memory the backend holds: the partition buffers, the MSM scratch and the
+    /// resident bases or the chunks streamed ones go through.
+    pub backend_bytes: usize,
+    /// Device memory in use once the backend is made (all of it, other processes' included).
     pub memory_used: usize,
     /// The device's memory.
     pub memory_total: usize,
@@ -38,6 +43,8 @@ pub struct CudaDevice {
     /// Held by a backend while it uses the device (the source system's GPU mutex).
     pub(super) lock: Arc<Mutex<()>>,
     pub(super) report: Arc<Mutex<DeviceReport>>,
+    /// Most device memory one backend may hold (`None`: what the device has).
+    pub(super) memory_limit: Option<usize>,
 }
 
 impl CudaDevice {
@@ -59,7 +66,17 @@ impl CudaDevice {
         let ctx = Context::new(device).map_err(from_cust)?;
         let name = device.name().map_err(from_cust)?;
         let report = Arc::new(Mutex::new(DeviceReport { name, ..DeviceReport::default() }));
-        Ok(CudaDevice { id, ctx, lock: Arc::new(Mutex::new(())), report })
+        Ok(CudaDevice { id, ctx, lock: Arc::new(Mutex::new(())), report, memory_limit: None })
+    }
+
+    /// This device with at most `bytes` of its memory for each backend made from it (the
+    /// device is shared with other work, or to try streamed keys): a key whose bases do not
+    /// fit beside a partition's buffers is [streamed](KeyPlacement::Streamed), and a backend
+    /// whose partition buffers alone do not fit is refused with
+    /// [`Error::DeviceOutOfMemory`].
+    pub fn with_memory_limit(mut self, bytes: usize) -> Self {
+        self.memory_limit = Some(bytes);
+        self
     }
 
     /// The device ordinal.

@@ -33,6 +33,7 @@ mod ntt;
 
 pub use device::{CudaDevice, DeviceReport};
 pub use ffi::PinnedAllocator;
+pub use key::KeyPlacement;
 pub use msm::window_bits;
 pub use ntt::Transform;
 
@@ -47,10 +48,11 @@ use group::Group as _;
 use parking_lot::Mutex;
 
 use self::ffi::{
-    download, from_cust, memory_info, upload, DeviceVec, Fatbin, MsmKernels, MsmScratch, NttKernels, Staging,
+    download, from_cust, mark, memory_info, upload, wait_for, DeviceVec, Fatbin, MsmKernels, MsmScratch, NttKernels,
+    Plan, Staging,
 };
 use self::ffi::{Group, G1, G2};
-use self::key::DeviceKey;
+use self::key::{key_bytes, Bases, DeviceKey};
 use self::msm::combine;
 use self::ntt::DeviceDomain;
 use super::Backend;
@@ -106,7 +108,10 @@ pub struct CudaBackend {
     ntt: NttKernels,
     msm: MsmKernels,
     stream: Stream,
+    /// Copies of streamed bases, beside the kernels on `stream`.
+    copies: Stream,
     staging: Staging,
+    budget: Budget,
     events: Vec<Event>,
     /// Recorded when the backend was made: partitions' device intervals are measured from it.
     epoch: Event,
@@ -123,12 +128,42 @@ pub struct CudaBackend {
     _ctx: Context,
 }
 
+/// The device memory a backend may hold: all the device has, or the device's
+/// [memory limit](CudaDevice::with_memory_limit).
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    limit: Option<usize>,
+    /// Free device memory before the backend allocated anything.
+    free_at_start: usize,
+}
+
+impl Budget {
+    /// Whether `more` bytes fit beside what the backend holds.
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`] when they exceed the limit.
+    fn check(&self, more: usize) -> Result<()> {
+        let Some(limit) = self.limit else { return Ok(()) };
+        let held = self.free_at_start.saturating_sub(memory_info()?.0);
+        if held + more > limit {
+            return Err(Error::DeviceOutOfMemory { requested: held + more });
+        }
+        Ok(())
+    }
+}
+
+/// Fewest points per chunk of streamed bases: below this the chunks' sums would be mostly
+/// window tails.
+const MIN_CHUNK: usize = 1 << 12;
+
 impl CudaBackend {
     fn new(device: &CudaDevice, key: Option<&ProvingKey>) -> Result<Self> {
         CurrentContext::set_current(&device.ctx).map_err(from_cust)?;
+        let budget = Budget { limit: device.memory_limit, free_at_start: memory_info()?.0 };
         let fatbin = Fatbin::load()?;
         let event = || Event::new(EventFlags::DEFAULT).map_err(from_cust);
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?;
+        let copies = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?;
         let epoch = event()?;
         epoch.record(&stream).map_err(from_cust)?;
         let mut backend = CudaBackend {
@@ -150,6 +185,8 @@ impl CudaBackend {
             g2_sums: DeviceVec::new(MAX_WINDOWS)?,
             lock: Arc::clone(&device.lock),
             stream,
+            copies,
+            budget,
             _fatbin: fatbin,
             _ctx: device.ctx.clone(),
         };
@@ -157,29 +194,70 @@ impl CudaBackend {
             backend.hold(key)?;
             let (free, total) = memory_info()?;
             let mut report = device.report.lock();
-            let resident = backend.key.as_ref().expect("just uploaded");
-            report.key_bytes = resident.bytes;
-            report.key_upload = resident.upload;
+            let held = backend.key.as_ref().expect("just placed");
+            report.key_bytes = key_bytes(key);
+            report.key_placement = held.placement();
+            report.key_upload = held.setup_time();
+            report.backend_bytes = backend.budget.free_at_start.saturating_sub(free);
             report.memory_used = total - free;
             report.memory_total = total;
         }
         Ok(backend)
     }
 
-    /// Uploads `key` and allocates everything a partition of it needs.
+    /// Allocates everything a partition of `key` needs, then places its bases (see
+    /// [`KeyPlacement`]).
     fn hold(&mut self, key: &ProvingKey) -> Result<()> {
-        self.key = Some(DeviceKey::upload(key, &self.stream, &self.staging)?);
         self.domain(key.domain_size())?;
         self.scalars = Some(DeviceScalars {
             aux: DeviceVec::new(key.num_aux())?,
             a: DeviceVec::new(key.a.len())?,
             b: DeviceVec::new(key.b_g1.len())?,
         });
-        for n in [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()] {
-            self.scratch.reserve::<G1>(n, window_bits(n))?;
-        }
-        self.scratch.reserve::<G2>(key.b_g2.len(), window_bits(key.b_g2.len()))?;
+        self.budget.check(0)?;
+        let resident = self.reserve_scratch(key, None).and_then(|()| {
+            self.budget.check(key_bytes(key))?;
+            DeviceKey::resident(key, &self.stream, &self.staging)
+        });
+        let held = match resident {
+            Ok(held) => held,
+            Err(Error::DeviceOutOfMemory { requested }) => {
+                log::info!("the key's bases and whole-MSM scratch need {requested} bytes more than the device has: streaming them");
+                self.stream_key(key)?
+            }
+            Err(e) => return Err(e),
+        };
+        self.key = Some(held);
         self.stream.synchronize().map_err(from_cust)
+    }
+
+    /// Streamed bases in the largest power-of-two chunk (at least MIN_CHUNK) whose buffers
+    /// and scratch fit.
+    fn stream_key(&mut self, key: &ProvingKey) -> Result<DeviceKey> {
+        let longest = [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()].into_iter().max();
+        let mut chunk = longest.unwrap_or(0).next_power_of_two() / 2;
+        loop {
+            self.scratch = MsmScratch::default(); // free the last try's
+            let budget = self.budget;
+            let attempt = self
+                .reserve_scratch(key, Some(chunk))
+                .and_then(|()| DeviceKey::streamed(key, chunk, || budget.check(0)));
+            match attempt {
+                Err(Error::DeviceOutOfMemory { .. }) if chunk > MIN_CHUNK => chunk /= 2,
+                attempt => return attempt,
+            }
+        }
+    }
+
+    /// MSM scratch for every MSM of `key`, whole or (`chunk`) in chunks of that many points.
+    fn reserve_scratch(&mut self, key: &ProvingKey, chunk: Option<usize>) -> Result<()> {
+        let n = |len: usize| chunk.map_or(len, |chunk| chunk.min(len));
+        for len in [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()] {
+            self.scratch.reserve::<G1>(n(len), window_bits(n(len)))?;
+        }
+        let b = n(key.b_g2.len());
+        self.scratch.reserve::<G2>(b, window_bits(b))?;
+        self.budget.check(0)
     }
 
     fn domain(&mut self, m: usize) -> Result<&DeviceDomain> {
@@ -313,19 +391,99 @@ impl CudaBackend {
         self.scratch.reserve::<C>(n, c)?;
         let device_scalars = DeviceVec::<Scalar>::new(n)?;
         let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
-        let Self { msm, stream, staging, events: ev, scratch, .. } = self;
+        let Self { msm, stream, copies, staging, events: ev, scratch, .. } = self;
         ev[0].record(stream).map_err(from_cust)?;
         upload(stream, staging, scalars, false, &device_scalars)?.wait()?;
         ev[1].record(stream).map_err(from_cust)?;
-        let plan = msm.plan(stream, scratch, &device_scalars, n, c)?;
+        let msms = Msms { kernels: msm, stream, copies, staging, scratch };
+        let plan = msms.plan(&device_scalars, 0..n, c)?;
         ev[2].record(stream).map_err(from_cust)?;
-        msm.window_sums::<C>(stream, scratch, &plan, bases, &sums)?;
+        let sum = msms.sum::<C>(&plan, bases, &sums)?;
         ev[3].record(stream).map_err(from_cust)?;
-        let mut host = vec![C::Projective::identity(); plan.windows as usize];
-        download(stream, staging, &sums, &mut host, true)?.wait()?;
         let run =
             MsmRun { h2d: elapsed(&ev[0], &ev[1])?, plan: elapsed(&ev[1], &ev[2])?, sums: elapsed(&ev[2], &ev[3])? };
-        Ok((combine::<C>(&host, c), run))
+        Ok((sum, run))
+    }
+}
+
+/// What the MSMs of a backend run with.
+struct Msms<'a> {
+    kernels: &'a MsmKernels,
+    stream: &'a Stream,
+    copies: &'a Stream,
+    staging: &'a Staging,
+    scratch: &'a MsmScratch,
+}
+
+impl Msms<'_> {
+    fn plan(&self, scalars: &DeviceVec<Scalar>, range: std::ops::Range<usize>, c: u32) -> Result<Plan> {
+        self.kernels.plan(self.stream, self.scratch, scalars, range, c)
+    }
+
+    /// Σ over `plan`'s buckets of `bases` (on the device), via the window sums in `sums`.
+    fn sum<G: Group>(
+        &self,
+        plan: &Plan,
+        bases: &DeviceVec<G::Affine>,
+        sums: &DeviceVec<G::Projective>,
+    ) -> Result<G::Projective> {
+        self.kernels.window_sums::<G>(self.stream, self.scratch, plan, bases, sums)?;
+        let mut host = vec![G::Projective::identity(); plan.windows as usize];
+        download(self.stream, self.staging, sums, &mut host, true)?.wait()?;
+        Ok(combine::<G>(&host, plan.c))
+    }
+
+    /// Σ scalarsᵢ·basesᵢ for i < n. Resident bases take one plan (or `reuse`, the plan of the
+    /// same scalars for another group), which is returned for the next group. Streamed bases
+    /// go chunk by chunk through their two slots: chunk j+1 is copied while chunk j is
+    /// summed, and chunk j+2 into j's slot once j's sums are done.
+    fn msm<G: Group>(
+        &self,
+        scalars: &DeviceVec<Scalar>,
+        n: usize,
+        bases: Bases<'_, G::Affine>,
+        sums: &DeviceVec<G::Projective>,
+        reuse: Option<Plan>,
+    ) -> Result<(G::Projective, Option<Plan>)> {
+        let (host, slots) = match bases {
+            Bases::Resident(bases) => {
+                let plan = match reuse {
+                    Some(plan) => plan,
+                    None => self.plan(scalars, 0..n, window_bits(n))?,
+                };
+                return Ok((self.sum::<G>(&plan, bases, sums)?, Some(plan)));
+            }
+            Bases::Streamed { host, slots } => (host, slots),
+        };
+        let chunk = slots[0].len();
+        let c = window_bits(chunk.min(n));
+        let chunks: Vec<_> = (0..n).step_by(chunk).map(|start| start..n.min(start + chunk)).collect();
+        let mut in_flight = Vec::with_capacity(chunks.len());
+        let mut uploaded = std::collections::VecDeque::with_capacity(2);
+        // Enqueues the copy of chunk j into its slot; returns the mark the sums wait for.
+        let mut copy = |j: usize| -> Result<_> {
+            let range = chunks[j].clone();
+            in_flight.push(upload(self.copies, self.staging, &host[range], true, &slots[j % 2])?);
+            mark(self.copies)
+        };
+        let mut total = G::Projective::identity();
+        for j in 0..chunks.len().min(2) {
+            uploaded.push_back(copy(j)?);
+        }
+        for (j, range) in chunks.iter().enumerate() {
+            wait_for(self.stream, uploaded.pop_front().expect("chunk j was copied"))?;
+            let plan = self.plan(scalars, range.clone(), c)?;
+            self.kernels.window_sums::<G>(self.stream, self.scratch, &plan, &slots[j % 2], sums)?;
+            if j + 2 < chunks.len() {
+                wait_for(self.copies, mark(self.stream)?)?; // slot j % 2 is free once j is summed
+                uploaded.push_back(copy(j + 2)?);
+            }
+            let mut host_sums = vec![G::Projective::identity(); plan.windows as usize];
+            download(self.stream, self.staging, sums, &mut host_sums, true)?.wait()?;
+            total += combine::<G>(&host_sums, c);
+        }
+        in_flight.into_iter().try_for_each(ffi::InFlight::wait)?;
+        Ok((total, None))
     }
 }
 
@@ -395,6 +553,7 @@ impl Backend for CudaBackend {
         let Self {
             msm,
             stream,
+            copies,
             events: ev,
             epoch,
             domain,
@@ -409,36 +568,19 @@ impl Backend for CudaBackend {
         let (d, k) = (domain.as_ref().expect("made by h"), device_key.as_ref().expect("held since h"));
         let s = scalars.as_ref().expect("made with the key");
         let m = &ev[MSM_STEPS..MSM_STEPS + 5];
-        let lengths = [key.domain_size() - 1, w.aux.len(), w.a_scalars.len(), w.b_scalars.len()];
-        let [h_c, l_c, a_c, b_c] = lengths.map(window_bits);
-        let plan = msm.plan(stream, scratch, &d.abc[0], lengths[0], h_c)?;
-        msm.window_sums::<G1>(stream, scratch, &plan, &k.h, &g1_sums[0])?;
+        let msms = Msms { kernels: msm, stream, copies, staging, scratch };
+        let [h, l, a, b_g1] = k.g1();
+        let (h, _) = msms.msm::<G1>(&d.abc[0], key.domain_size() - 1, h, &g1_sums[0], None)?;
         m[0].record(stream).map_err(from_cust)?;
-        let plan = msm.plan(stream, scratch, &s.aux, lengths[1], l_c)?;
-        msm.window_sums::<G1>(stream, scratch, &plan, &k.l, &g1_sums[1])?;
+        let (l, _) = msms.msm::<G1>(&s.aux, w.aux.len(), l, &g1_sums[1], None)?;
         m[1].record(stream).map_err(from_cust)?;
-        let plan = msm.plan(stream, scratch, &s.a, lengths[2], a_c)?;
-        msm.window_sums::<G1>(stream, scratch, &plan, &k.a, &g1_sums[2])?;
+        let (a, _) = msms.msm::<G1>(&s.a, w.a_scalars.len(), a, &g1_sums[2], None)?;
         m[2].record(stream).map_err(from_cust)?;
-        let plan = msm.plan(stream, scratch, &s.b, lengths[3], b_c)?;
-        msm.window_sums::<G1>(stream, scratch, &plan, &k.b_g1, &g1_sums[3])?;
+        let (b_g1, plan) = msms.msm::<G1>(&s.b, w.b_scalars.len(), b_g1, &g1_sums[3], None)?;
         m[3].record(stream).map_err(from_cust)?;
-        msm.window_sums::<G2>(stream, scratch, &plan, &k.b_g2, g2_sums)?;
+        let (b_g2, _) = msms.msm::<G2>(&s.b, w.b_scalars.len(), k.b_g2(), g2_sums, plan)?;
         m[4].record(stream).map_err(from_cust)?;
-        let mut sums = [[G1Projective::identity(); MAX_WINDOWS]; 4];
-        for (host, device) in sums.iter_mut().zip(g1_sums.iter()) {
-            download(stream, staging, device, host, true)?.wait()?;
-        }
-        let mut b2 = [G2Projective::identity(); MAX_WINDOWS];
-        download(stream, staging, g2_sums, &mut b2, true)?.wait()?;
-        let windows = |c: u32| 256usize.div_ceil(c as usize);
-        let result = MsmSums {
-            h: combine::<G1>(&sums[0][..windows(h_c)], h_c),
-            l: combine::<G1>(&sums[1][..windows(l_c)], l_c),
-            a: combine::<G1>(&sums[2][..windows(a_c)], a_c),
-            b_g1: combine::<G1>(&sums[3][..windows(b_c)], b_c),
-            b_g2: combine::<G2>(&b2[..windows(b_c)], b_c),
-        };
+        let result = MsmSums { h, l, a, b_g1, b_g2 };
         let steps = MsmSteps {
             h: elapsed(&ev[NTT_STEPS + 3], &m[0])?,
             l: elapsed(&m[0], &m[1])?,

@@ -7,7 +7,7 @@
 mod msm;
 mod ntt;
 
-pub(crate) use msm::{Group, MsmKernels, MsmScratch, G1, G2, WINDOW_BITS};
+pub(crate) use msm::{Group, MsmKernels, MsmScratch, Plan, G1, G2, WINDOW_BITS};
 pub(crate) use ntt::{NttKernels, PowerTables, Twiddles};
 
 use std::ffi::{c_void, CStr};
@@ -18,7 +18,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cust::context::{Context, CurrentContext};
 use cust::event::{Event, EventFlags};
 use cust::module::Module;
-use cust::stream::Stream;
+use cust::stream::{Stream, StreamWaitEventFlags};
 use cust::sys as cu;
 
 use crate::error::{Error, Result};
@@ -36,6 +36,9 @@ pub(crate) fn check(result: cu::CUresult) -> Result<()> {
     if result == cu::cudaError_enum::CUDA_SUCCESS {
         return Ok(());
     }
+    if result == cu::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
+        return Err(Error::DeviceOutOfMemory { requested: 0 }); // the size is not known here
+    }
     let mut text: *const std::os::raw::c_char = std::ptr::null();
     // SAFETY: cuGetErrorString writes a pointer to a static, NUL-terminated string (or leaves
     // it null for an unknown code); it reads nothing of ours.
@@ -51,7 +54,10 @@ pub(crate) fn check(result: cu::CUresult) -> Result<()> {
 
 /// cust's error to ours.
 pub(crate) fn from_cust(e: cust::error::CudaError) -> Error {
-    Error::Cuda { code: e as i32, msg: e.to_string() }
+    match e {
+        cust::error::CudaError::OutOfMemory => Error::DeviceOutOfMemory { requested: 0 },
+        e => Error::Cuda { code: e as i32, msg: e.to_string() },
+    }
 }
 
 /// A scalar's Montgomery limbs, as device code stores it.
@@ -471,6 +477,62 @@ impl Drop for Staging {
             unsafe { host_free(*chunk) };
         }
     }
+}
+
+/// A copy of host data in page-locked memory, for the DMA engine to read while the CPU does
+/// other work: the proving key's bases when they are streamed to the device.
+#[derive(Debug)]
+pub(crate) struct HostPinned<T: HostElem> {
+    ptr: NonNull<u8>,
+    len: usize,
+    _element: PhantomData<T>,
+}
+
+// SAFETY: the memory is owned by this value alone and holds plain data.
+unsafe impl<T: HostElem> Send for HostPinned<T> {}
+
+impl<T: HostElem> HostPinned<T> {
+    /// Copies `src` into fresh page-locked memory (the context must be current).
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when the host cannot pin that much.
+    pub(crate) fn copy_of(src: &[T]) -> Result<Self> {
+        let bytes = std::mem::size_of_val(src).max(1);
+        let ptr = host_alloc(bytes).ok_or(Error::OutOfMemory { requested: bytes })?;
+        // SAFETY: the block holds `bytes` >= size_of_val(src), page-aligned (so aligned for T),
+        // and is distinct from `src`.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), ptr.as_ptr().cast::<T>(), src.len()) };
+        Ok(HostPinned { ptr, len: src.len(), _element: PhantomData })
+    }
+}
+
+impl<T: HostElem> std::ops::Deref for HostPinned<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` elements of T were copied in by `copy_of` and live as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast(), self.len) }
+    }
+}
+
+impl<T: HostElem> Drop for HostPinned<T> {
+    fn drop(&mut self) {
+        // SAFETY: from host_alloc, freed once; copies read it only under an InFlight guard
+        // borrowing it, so none is in flight once it can be dropped.
+        unsafe { host_free(self.ptr) }
+    }
+}
+
+/// Records where `stream` stands, for another stream to wait on with [`wait_for`].
+pub(crate) fn mark(stream: &Stream) -> Result<Event> {
+    let event = Event::new(EventFlags::DISABLE_TIMING).map_err(from_cust)?;
+    event.record(stream).map_err(from_cust)?;
+    Ok(event)
+}
+
+/// Makes `stream` wait, on the device, for the work before `mark`. cust's wait takes the event
+/// and destroys it, which CUDA allows once the wait is enqueued.
+pub(crate) fn wait_for(stream: &Stream, mark: Event) -> Result<()> {
+    stream.wait_event(mark, StreamWaitEventFlags::DEFAULT).map_err(from_cust)
 }
 
 /// A kernel argument, by value.

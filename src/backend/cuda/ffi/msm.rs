@@ -303,22 +303,24 @@ impl MsmKernels {
         })
     }
 
-    /// Sorts the nonzero signed c-bit digits of `scalars[..n]` into buckets, in `scratch`.
-    /// Waits once for the stream, to learn the fullest bucket (which sets the levels).
+    /// Sorts the nonzero signed c-bit digits of `scalars[range]` into buckets, in `scratch`;
+    /// the buckets then hold indices relative to the range's start. Waits once for the
+    /// stream, to learn the fullest bucket (which sets the levels).
     ///
     /// # Panics
-    /// If `scalars` holds fewer than `n`, or `scratch` was not reserved for `n` points and
-    /// `c`-bit windows.
+    /// If `range` is not inside `scalars`, or `scratch` was not reserved for `range.len()`
+    /// points and `c`-bit windows.
     pub(crate) fn plan(
         &self,
         stream: &Stream,
         scratch: &MsmScratch,
         scalars: &DeviceVec<Scalar>,
-        n: usize,
+        range: std::ops::Range<usize>,
         c: u32,
     ) -> Result<Plan> {
+        let n = range.len();
         let need = Room::for_plan(n, c);
-        assert!(scalars.len() >= n, "{} scalars on the device, {n} asked for", scalars.len());
+        assert!(scalars.len() >= range.end, "{} scalars on the device, {range:?} asked for", scalars.len());
         assert!(WINDOW_BITS.contains(&c) && scratch.room.covers(&need), "scratch not reserved for {n} points, c = {c}");
         assert!(need.entries <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
         let serial = scratch.planned.take().map_or(0, |p| p.serial + 1);
@@ -331,10 +333,10 @@ impl MsmKernels {
         counts.zero(keys, stream)?;
         cursor.zero(keys, stream)?;
         fullest.zero(1, stream)?;
-        let digits = [Arg::Ptr(scalars.ptr()), u32_arg(n), Arg::U32(c), u32_arg(windows)];
+        let digits = [Arg::Ptr(scalars.ptr_at(range.start)), u32_arg(n), Arg::U32(c), u32_arg(windows)];
         let count = [digits[0], digits[1], digits[2], digits[3], Arg::Ptr(counts.ptr())];
-        // SAFETY: (scalars, n, c, windows, counts) as declared. The kernel reads scalars[..n]
-        // (asserted), and its keys w·2^(c−1) + |d| − 1, with w < windows and |d| ≤ 2^(c−1),
+        // SAFETY: (scalars, n, c, windows, counts) as declared. The kernel reads the n scalars
+        // of `range` (inside `scalars`, asserted), and its keys w·2^(c−1) + |d| − 1, with w < windows and |d| ≤ 2^(c−1),
         // stay below `keys` ≤ counts.len() (reserved); windows = ⌈256/c⌉ keeps every window's
         // bits inside the 256-bit scalar.
         unsafe { launch(self.count, blocks(n, THREADS), THREADS, stream, &count)? };
