@@ -92,7 +92,7 @@ pub struct MsmSteps {
     pub a: Duration,
     /// The B query in G1.
     pub b_g1: Duration,
-    /// The B query in G2 (its buckets are the G1 one's).
+    /// The B query in G2 (with a resident key, its buckets are the G1 one's).
     pub b_g2: Duration,
 }
 
