@@ -7,7 +7,7 @@
 //! - [`PinnedAbcBuffers`]: the a/b/c vectors of one partition, checked out all-or-nothing.
 //! - [`Prover`]: rayon workers synthesize circuits straight into those buffers; one proving
 //!   thread per device consumes them through a bounded channel whose capacity
-//!   ([`Config::max_gpu_queue_depth`]) is the dispatch throttle.
+//!   ([`Config::max_gpu_queue_depth`] per device) is the dispatch throttle.
 //! - [`groth16`]: keys, setup, proof assembly and verification, interoperable bit for bit with
 //!   bellperson 0.27 (conversions behind the `bellperson` feature).
 //!

@@ -1,5 +1,6 @@
 //! The `Prover`: rayon synthesis workers feeding ONE proving (GPU) thread per backend through a
-//! bounded crossbeam channel, whose capacity `max_gpu_queue_depth` is the dispatch throttle.
+//! bounded crossbeam channel, whose capacity (`max_gpu_queue_depth` per device) is the dispatch
+//! throttle.
 //!
 //! ```text
 //! submit ─► synthesis pool: checkout buffers ─► synthesize into them ─► send(Partition)
@@ -8,8 +9,8 @@
 //!           compute pool: verify the proof ─► reply to the job
 //! ```
 //! A worker blocked in `send` keeps its partition, so at most
-//! `synthesis_threads + max_gpu_queue_depth + proving threads` partitions hold buffers at any
-//! time, and that is also the pool's steady-state size.
+//! `synthesis_threads + (max_gpu_queue_depth + 1) × proving threads` partitions hold buffers at
+//! any time, and that is also the pool's steady-state size.
 //!
 //! No thread the prover waits on belongs to its callers: synthesis runs on the prover's own
 //! pool, and so do the CPU kernels and proof verification (its compute pool). Callers may call
@@ -70,9 +71,9 @@ pub struct Config {
     /// Threads of the prover's own compute pool, 1..=[`MAX_THREADS`]: the CPU backend's
     /// kernels and proof verification run there (default: the machine's parallelism).
     pub compute_threads: usize,
-    /// Capacity of the channel to the proving thread(s), 0..=[`MAX_QUEUE_DEPTH`]: synthesized
-    /// partitions that may wait for the device. When full, workers block: the dispatch
-    /// throttle. 0 is a rendezvous.
+    /// Synthesized partitions that may wait for each device, 0..=[`MAX_QUEUE_DEPTH`]: the
+    /// channel to the proving threads holds this many per proving thread. When it is full,
+    /// workers block: the dispatch throttle. 0 is a rendezvous.
     pub max_gpu_queue_depth: usize,
     /// The pool's limits (for [`Prover::new`]; [`Prover::with_backends`] takes a pool).
     pub pool: PoolConfig,
@@ -455,14 +456,15 @@ impl Prover {
         if partition > pool.config().max_bytes {
             return Err(Error::Config("the pool's cap (max_bytes) cannot hold the buffers of one partition"));
         }
-        let max_in_flight = config.synthesis_threads + config.max_gpu_queue_depth + factories.len();
+        let devices = factories.len();
+        let max_in_flight = config.synthesis_threads + (config.max_gpu_queue_depth + 1) * devices;
         let prewarm_partitions = config.prewarm_partitions.unwrap_or(max_in_flight);
         if prewarm_partitions > max_in_flight {
             return Err(Error::Config("prewarm_partitions must be at most the in-flight bound"));
         }
         prewarm(&pool, witness_buffer_bytes(&key)?, partition, prewarm_partitions);
 
-        let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth);
+        let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth * devices);
         let retry = crossbeam_channel::unbounded::<Partition>();
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(Shared::new(factories.len()));
@@ -617,7 +619,7 @@ impl Prover {
         self.backend
     }
 
-    /// Most partitions that can hold buffers at once: synthesis threads + queue depth +
+    /// Most partitions that can hold buffers at once: synthesis threads + (queue depth + 1) ×
     /// proving threads.
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight

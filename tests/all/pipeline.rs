@@ -35,38 +35,49 @@ impl Backend for Gated {
 }
 
 #[test]
-fn the_channel_bounds_partitions_in_flight() {
-    let (threads, depth) = (2, 2);
-    let key = key(6);
-    let bytes = partition_bytes(&key);
-    let (open, gate) = crossbeam_channel::unbounded();
-    let factory = move |_: &ProvingKey| Ok(Gated { inner: CpuBackend::new()?, gate });
-    let prover =
-        Prover::with_backends(key, config(threads, depth), PinnedPool::new(PoolConfig::default()), vec![factory])
-            .unwrap();
-    let bound = prover.max_in_flight();
-    assert_eq!(bound, threads + depth + 1);
+fn the_channel_bounds_partitions_in_flight_with_one_and_three_devices() {
+    for devices in [1, 3] {
+        let (threads, depth) = (2, 2);
+        let key = key(6);
+        let bytes = partition_bytes(&key);
+        let (open, gate) = crossbeam_channel::unbounded();
+        let factories: Vec<_> = (0..devices)
+            .map(|_| {
+                let gate = gate.clone();
+                move |_: &ProvingKey| Ok(Gated { inner: CpuBackend::new()?, gate })
+            })
+            .collect();
+        let prover =
+            Prover::with_backends(key, config(threads, depth), PinnedPool::new(PoolConfig::default()), factories)
+                .unwrap();
+        let bound = prover.max_in_flight();
+        assert_eq!(bound, threads + (depth + 1) * devices, "a queue of `depth` per device");
 
-    let jobs = 4 * bound;
-    let pending: Vec<_> = (0..jobs).map(|i| prover.submit(chain(6, i as u64), Scalar::ONE, Scalar::ONE)).collect();
-    // With the proving thread held at the gate, the pipeline fills up to the bound and stops.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while prover.pool().stats().bytes_in_use < bound * bytes {
-        assert!(Instant::now() < deadline, "pipeline never filled: {:?}", prover.pool().stats());
-        std::thread::yield_now();
+        let jobs = 4 * bound;
+        let pending: Vec<_> = (0..jobs).map(|i| prover.submit(chain(6, i as u64), Scalar::ONE, Scalar::ONE)).collect();
+        // With the proving threads held at the gate, the pipeline fills up to the bound and stops.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while prover.pool().stats().bytes_in_use < bound * bytes {
+            assert!(Instant::now() < deadline, "pipeline never filled: {:?}", prover.pool().stats());
+            std::thread::yield_now();
+        }
+        for _ in 0..jobs {
+            open.send(()).unwrap();
+        }
+        let pvk = prepare_verifying_key(&prover.key().vk);
+        for (i, p) in pending.into_iter().enumerate() {
+            let proof = p.wait().unwrap();
+            assert!(verify_proof(&pvk, &proof, &chain(6, i as u64).public_inputs()).unwrap());
+        }
+        let s = prover.pool().stats();
+        assert_eq!(
+            s.peak_bytes_in_use,
+            bound * bytes,
+            "the bound is never passed, and was reached ({devices} devices)"
+        );
+        assert_eq!((s.allocations, s.fallbacks), (6 * bound as u64, 0), "prewarm covered the bound");
+        assert_balanced(&prover.pool().stats());
     }
-    for _ in 0..jobs {
-        open.send(()).unwrap();
-    }
-    let pvk = prepare_verifying_key(&prover.key().vk);
-    for (i, p) in pending.into_iter().enumerate() {
-        let proof = p.wait().unwrap();
-        assert!(verify_proof(&pvk, &proof, &chain(6, i as u64).public_inputs()).unwrap());
-    }
-    let s = prover.pool().stats();
-    assert_eq!(s.peak_bytes_in_use, bound * bytes, "threads + depth + 1 partitions at most, and the bound was reached");
-    assert_eq!((s.allocations, s.fallbacks), (6 * bound as u64, 0), "prewarm covered the bound");
-    assert_balanced(&prover.pool().stats());
 }
 
 #[test]
