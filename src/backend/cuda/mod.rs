@@ -221,8 +221,8 @@ impl CudaBackend {
         });
         let held = match resident {
             Ok(held) => held,
-            Err(Error::DeviceOutOfMemory { requested }) => {
-                log::info!("the key's bases and whole-MSM scratch need {requested} bytes more than the device has: streaming them");
+            Err(e @ Error::DeviceOutOfMemory { .. }) => {
+                log::info!("the key's bases and whole-MSM scratch do not fit ({e}): streaming the bases");
                 self.stream_key(key)?
             }
             Err(e) => return Err(e),
@@ -234,8 +234,8 @@ impl CudaBackend {
     /// Streamed bases in the largest power-of-two chunk (at least MIN_CHUNK) whose buffers
     /// and scratch fit.
     fn stream_key(&mut self, key: &ProvingKey) -> Result<DeviceKey> {
-        let longest = [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()].into_iter().max();
-        let mut chunk = longest.unwrap_or(0).next_power_of_two() / 2;
+        let longest = g1_msm_lengths(key).into_iter().max().unwrap_or(0);
+        let mut chunk = longest.next_power_of_two() / 2;
         loop {
             self.scratch = MsmScratch::default(); // free the last try's
             let budget = self.budget;
@@ -252,7 +252,7 @@ impl CudaBackend {
     /// MSM scratch for every MSM of `key`, whole or (`chunk`) in chunks of that many points.
     fn reserve_scratch(&mut self, key: &ProvingKey, chunk: Option<usize>) -> Result<()> {
         let n = |len: usize| chunk.map_or(len, |chunk| chunk.min(len));
-        for len in [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()] {
+        for len in g1_msm_lengths(key) {
             self.scratch.reserve::<G1>(n(len), window_bits(n(len)))?;
         }
         let b = n(key.b_g2.len());
@@ -436,7 +436,7 @@ impl Msms<'_> {
     /// Σ scalarsᵢ·basesᵢ for i < n. Resident bases take one plan (or `reuse`, the plan of the
     /// same scalars for another group), which is returned for the next group. Streamed bases
     /// go chunk by chunk through their two slots: chunk j+1 is copied while chunk j is
-    /// summed, and chunk j+2 into j's slot once j's sums are done.
+    /// summed, and chunk j+2 into j's slot once j's sums are back on the host.
     fn msm<G: Group>(
         &self,
         scalars: &DeviceVec<Scalar>,
@@ -459,32 +459,31 @@ impl Msms<'_> {
         let c = window_bits(chunk.min(n));
         let chunks: Vec<_> = (0..n).step_by(chunk).map(|start| start..n.min(start + chunk)).collect();
         let mut in_flight = Vec::with_capacity(chunks.len());
-        let mut uploaded = std::collections::VecDeque::with_capacity(2);
-        // Enqueues the copy of chunk j into its slot; returns the mark the sums wait for.
+        // Enqueues the copy of chunk j into its slot; returns the mark its sums wait for.
         let mut copy = |j: usize| -> Result<_> {
             let range = chunks[j].clone();
             in_flight.push(upload(self.copies, self.staging, &host[range], true, &slots[j % 2])?);
             mark(self.copies)
         };
+        let mut copied: std::collections::VecDeque<_> =
+            (0..chunks.len().min(2)).map(&mut copy).collect::<Result<_>>()?;
         let mut total = G::Projective::identity();
-        for j in 0..chunks.len().min(2) {
-            uploaded.push_back(copy(j)?);
-        }
         for (j, range) in chunks.iter().enumerate() {
-            wait_for(self.stream, uploaded.pop_front().expect("chunk j was copied"))?;
+            wait_for(self.stream, copied.pop_front().expect("chunk j was copied"))?;
             let plan = self.plan(scalars, range.clone(), c)?;
-            self.kernels.window_sums::<G>(self.stream, self.scratch, &plan, &slots[j % 2], sums)?;
+            total += self.sum::<G>(&plan, &slots[j % 2], sums)?; // waits: slot j % 2 is free after
             if j + 2 < chunks.len() {
-                wait_for(self.copies, mark(self.stream)?)?; // slot j % 2 is free once j is summed
-                uploaded.push_back(copy(j + 2)?);
+                copied.push_back(copy(j + 2)?);
             }
-            let mut host_sums = vec![G::Projective::identity(); plan.windows as usize];
-            download(self.stream, self.staging, sums, &mut host_sums, true)?.wait()?;
-            total += combine::<G>(&host_sums, c);
         }
         in_flight.into_iter().try_for_each(ffi::InFlight::wait)?;
         Ok((total, None))
     }
+}
+
+/// Points of the four G1 MSMs of `key`: H (the domain less one), L, A, B.
+fn g1_msm_lengths(key: &ProvingKey) -> [usize; 4] {
+    [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()]
 }
 
 fn elapsed(start: &Event, end: &Event) -> Result<Duration> {
