@@ -202,10 +202,8 @@ struct Shared {
     closing: AtomicBool,
     /// Set when the last proving thread retired: nothing can be proved any more.
     failed: AtomicBool,
-    /// Proving threads still serving.
+    /// Proving threads still serving: a thread leaves service only after a device fault.
     serving: AtomicUsize,
-    /// Devices taken out of service after a fault.
-    failed_devices: AtomicUsize,
 }
 
 impl Shared {
@@ -219,7 +217,6 @@ impl Shared {
             closing: AtomicBool::default(),
             failed: AtomicBool::default(),
             serving: AtomicUsize::new(proving_threads),
-            failed_devices: AtomicUsize::default(),
         }
     }
 
@@ -601,7 +598,7 @@ impl Prover {
     /// Devices (proving threads) taken out of service after a [device
     /// fault](Error::is_device_fault).
     pub fn failed_devices(&self) -> usize {
-        self.shared.failed_devices.load(Ordering::Acquire)
+        self.proving_threads.len() - self.shared.serving.load(Ordering::Acquire)
     }
 
     /// The pool, for its [`stats`](PinnedPool::stats) or [`shrink`](PinnedPool::shrink).
@@ -762,7 +759,6 @@ fn proving_loop<B: Backend>(mut backend: B, device: usize, ctx: &ProvingContext)
         .unwrap_or_else(|panic| Err(Error::BackendPanicked(Error::panic_message(panic))));
         if let Some(e) = result.as_ref().err().filter(|e| e.is_device_fault()) {
             let left = shared.serving.fetch_sub(1, Ordering::AcqRel) - 1;
-            shared.failed_devices.fetch_add(1, Ordering::AcqRel);
             last = left == 0;
             let give_back = !last && backend.leaves_witness_intact() && !shared.stopped();
             log::error!(
