@@ -21,13 +21,9 @@ using fp2 = fp2_t<fp_t>;
 extern "C" __global__ void g16_bit_reverse(fr_t* d_x, uint32_t lg_n)
 {   bit_reverse(d_x, lg_n);   }
 
-extern "C" __global__ void __launch_bounds__(1 << (LG_BLOCK - 1))
-g16_ntt_block(fr_t* d_x, uint32_t lg_n, uint32_t lg_block, const fr_t* tw)
-{   ntt_block(d_x, lg_n, lg_block, tw);   }
-
 extern "C" __global__ void __launch_bounds__(256)
-g16_ntt_radix8(fr_t* d_x, uint32_t lg_n, uint32_t s0, uint32_t k, const fr_t* tw)
-{   ntt_radix8(d_x, lg_n, s0, k, tw);   }
+g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c, const fr_t* tw)
+{   ntt_dif_pass(d_x, lg_n, S, k, lg_c, tw);   }
 
 extern "C" __global__ void g16_scale_by_powers(fr_t* d_x, uint32_t lg_n, const fr_t* pw_lo,
                                                const fr_t* pw_hi, fr_t c)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// Radix-2 NTT over BLS12-381 Fr for the Groth16 h stage, and its element-wise companions.
-// Decimation in time after a bit-reversal permutation (Cooley-Tukey), the same transform the
-// CPU backend (src/domain.rs) computes, so results match bit for bit. The butterflies take
-// their twiddles w^e from one flat table (e < n/2): the 256-bit Montgomery products, not the
-// memory traffic, bound this transform, so a twiddle costs a load rather than a product.
+// NTT over BLS12-381 Fr for the Groth16 h stage, and its element-wise companions. The
+// transform is the CPU backend's (src/domain.rs) DFT, computed another way (field arithmetic
+// is exact, so the results match bit for bit): decimation in frequency in passes of up to
+// LG_PASS_K stages in shared memory, four-step style (ntt_dif_pass), then one bit reversal.
+// A 2^24 transform moves the vector 3 times plus the reversal. Twiddles w^e come from one
+// flat table (e < n/2): a twiddle costs a load rather than a product.
 // The element-wise kernels take powers b^i from two small tables, hi[i >> 12] * lo[i & 4095].
 #ifndef PINPROVE_NTT_NTT_CUH
 #define PINPROVE_NTT_NTT_CUH
@@ -21,8 +22,9 @@ using fr_t = bls12_381::fr_t;
 
 #define LG_TW_LO 12
 #define TW_LO (1u << LG_TW_LO)
-// Stages done in shared memory by one block of 2^LG_BLOCK contiguous elements.
-#define LG_BLOCK 10
+// Elements in shared memory per block of a pass, and most stages (k) per pass.
+#define LG_PASS 10
+#define LG_PASS_K 8
 
 __device__ __forceinline__ fr_t table_pow(const fr_t* lo, const fr_t* hi, uint32_t e)
 {
@@ -43,75 +45,74 @@ __device__ __forceinline__ void bit_reverse(fr_t* d_x, uint32_t lg_n)
     }
 }
 
-// Stages 1..lg_block of a size-2^lg_n DIT transform: each block owns 2^lg_block contiguous
-// elements (after bit reversal, the early stages never mix blocks). blockDim = 2^(lg_block-1).
-// tw[e] = w^e for e < 2^(lg_n-1). Every twiddle of these stages is a power of the
-// 2^lg_block-th root, w^(j << (lg_n - lg_block)) for j < blockDim: the block stages them in
-// shared memory once, so no stage waits on a global load.
-__device__ __forceinline__ void ntt_block(fr_t* d_x, uint32_t lg_n, uint32_t lg_block, const fr_t* tw)
+// One pass of a size-2^lg_n transform by decimation in frequency, four-step style: every
+// sub-transform of size 2^S is cut into 2^k-point columns at stride M = 2^(S-k) (column lo
+// holds its elements lo, lo + M, ...). Each column gets its DFT with the 2^k-th roots
+// (k radix-2 stages in shared memory; frequency k1 lands in row bitrev(k1)), then, unless
+// S == k, the twiddle ω_{2^S}^(lo·k1) that makes the rows of 2^(S-k) elements the next
+// pass's sub-transforms. After the last pass the whole vector is in bit-reversed order.
+// A block holds 2^lg_c columns: consecutive lo of one sub-transform (or, in the last pass,
+// consecutive sub-transforms), so its rows are contiguous in memory. tw[e] = ω^e, e < n/2.
+__device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k,
+                                             uint32_t lg_c, const fr_t* tw)
 {
     // Raw words: a __shared__ array of fr_t would need a (forbidden) dynamic initialiser.
-    __shared__ __align__(16) uint32_t s_words[(sizeof(fr_t) / sizeof(uint32_t)) << LG_BLOCK];
-    __shared__ __align__(16) uint32_t s_tw_words[(sizeof(fr_t) / sizeof(uint32_t)) << (LG_BLOCK - 1)];
-    fr_t* s_x = reinterpret_cast<fr_t*>(s_words);
-    fr_t* s_tw = reinterpret_cast<fr_t*>(s_tw_words);
-    const uint32_t t = threadIdx.x;
-    fr_t* x = d_x + ((size_t)blockIdx.x << lg_block);
-    s_tw[t] = tw[(size_t)t << (lg_n - lg_block)];
-    s_x[t] = x[t];
-    s_x[t + blockDim.x] = x[t + blockDim.x];
+    __shared__ __align__(16) uint32_t s_words[(sizeof(fr_t) / sizeof(uint32_t)) << LG_PASS];
+    __shared__ __align__(16) uint32_t r_words[(sizeof(fr_t) / sizeof(uint32_t)) << (LG_PASS_K - 1)];
+    fr_t* s = reinterpret_cast<fr_t*>(s_words);
+    fr_t* roots = reinterpret_cast<fr_t*>(r_words);
+    const uint32_t t = threadIdx.x, T = blockDim.x;
+    const uint32_t lg_m = S - k, C = 1u << lg_c, rows = 1u << k, elems = C << k;
+    const size_t col0 = (size_t)blockIdx.x << lg_c, m_mask = ((size_t)1 << lg_m) - 1;
+    // Element e of the block: column c, row j, and its index in d_x.
+    auto place = [&](uint32_t e, uint32_t& c, uint32_t& j) -> size_t {
+        if (lg_m == 0) {
+            c = e >> k;
+            j = e & (rows - 1);
+        } else {
+            c = e & (C - 1);
+            j = e >> lg_c;
+        }
+        const size_t col = col0 + c;
+        return ((col >> lg_m) << S) + ((size_t)j << lg_m) + (col & m_mask);
+    };
+    uint32_t c, j;
+    for (uint32_t e = t; e < elems; e += T) {
+        const size_t i = place(e, c, j);
+        s[j * C + c] = d_x[i];
+    }
+    for (uint32_t i = t; i < rows / 2; i += T)
+        roots[i] = tw[(size_t)i << (lg_n - k)];
     __syncthreads();
-    for (uint32_t s = 1; s <= lg_block; s++) {
-        const uint32_t half = 1u << (s - 1);
-        const uint32_t p = t & (half - 1);
-        const uint32_t i0 = ((t >> (s - 1)) << s) | p;
-        fr_t v = s_x[i0 + half] * s_tw[p << (lg_block - s)];
-        fr_t u = s_x[i0];
-        s_x[i0] = u + v;
-        s_x[i0 + half] = u - v;
+    for (uint32_t r = k; r >= 1; r--) {
+        const uint32_t h = 1u << (r - 1);
+        for (uint32_t u = t; u < elems / 2; u += T) {
+            const uint32_t cu = u & (C - 1), q2 = u >> lg_c, q = q2 & (h - 1);
+            const uint32_t p0 = ((q2 >> (r - 1)) << r) + q;
+            const fr_t a = s[p0 * C + cu], b = s[(p0 + h) * C + cu];
+            s[p0 * C + cu] = a + b;
+            fr_t d = a - b;
+            if (q)
+                d = d * roots[q << (k - r)];
+            s[(p0 + h) * C + cu] = d;
+        }
         __syncthreads();
     }
-    x[t] = s_x[t];
-    x[t + blockDim.x] = s_x[t + blockDim.x];
-}
-
-// Stages s0..s0+k-1 (k <= 3) in registers: each thread owns the 2^k elements base + j*H0,
-// H0 = 2^(s0-1), that these stages mix. Consecutive threads own consecutive bases, so every
-// load and store is coalesced once H0 >= 32 (always, after ntt_block).
-__device__ __forceinline__ void ntt_radix8(fr_t* d_x, uint32_t lg_n, uint32_t s0, uint32_t k,
-                                           const fr_t* tw)
-{
-    const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >> (lg_n - k))
-        return;
-    const size_t h0 = (size_t)1 << (s0 - 1);
-    const size_t base = ((t >> (s0 - 1)) << (s0 - 1 + k)) | (t & (h0 - 1));
-    fr_t r[8];
-    #pragma unroll
-    for (uint32_t j = 0; j < 8; j++)
-        if (j < (1u << k))
-            r[j] = d_x[base + j * h0];
-    #pragma unroll
-    for (uint32_t l = 0; l < 3; l++) {
-        if (l >= k)
-            break;
-        const uint32_t s = s0 + l;
-        #pragma unroll
-        for (uint32_t j = 0; j < 8; j++) {
-            if (j >= (1u << k) || (j >> l) & 1)
-                continue;
-            const size_t i0 = base + j * h0;
-            const uint32_t p = (uint32_t)(i0 & ((h0 << l) - 1));
-            fr_t v = r[j + (1u << l)] * tw[(size_t)p << (lg_n - s)];
-            fr_t u = r[j];
-            r[j] = u + v;
-            r[j + (1u << l)] = u - v;
+    const size_t half = (size_t)1 << (lg_n - 1);
+    for (uint32_t e = t; e < elems; e += T) {
+        const size_t i = place(e, c, j);
+        fr_t v = s[j * C + c];
+        if (lg_m) {
+            const size_t lo = (col0 + c) & m_mask, k1 = __brev(j) >> (32 - k);
+            const size_t exp = (lo * k1) << (lg_n - S); // < 2^lg_n
+            if (exp) {
+                fr_t w = tw[exp & (half - 1)];
+                w.cneg(exp >= half); // ω^(n/2) = -1
+                v = v * w;
+            }
         }
+        d_x[i] = v;
     }
-    #pragma unroll
-    for (uint32_t j = 0; j < 8; j++)
-        if (j < (1u << k))
-            d_x[base + j * h0] = r[j];
 }
 
 // out[i] = base^i, for the twiddle and coset tables.

@@ -8,10 +8,12 @@ use ff::Field;
 use super::{blocks, launch, limbs, u32_arg, Arg, DeviceVec, Fatbin, Function};
 use crate::error::Result;
 
-/// Threads per block of the element-wise kernels and the radix-8 pass.
+/// Threads per block of every NTT kernel.
 const THREADS: u32 = 256;
-/// Stages of the shared-memory kernel (`LG_BLOCK` in ntt.cuh).
-const LG_BLOCK: u32 = 10;
+/// Elements in shared memory per block of a pass, and most stages per pass (`LG_PASS`,
+/// `LG_PASS_K` in ntt.cuh).
+const LG_PASS: u32 = 10;
+const LG_PASS_K: u32 = 8;
 /// log₂ of the low power table's length (`LG_TW_LO` in ntt.cuh).
 const LG_TW_LO: u32 = 12;
 
@@ -32,8 +34,7 @@ pub(crate) struct PowerTables {
 #[derive(Debug)]
 pub(crate) struct NttKernels {
     bit_reverse: Function,
-    ntt_block: Function,
-    ntt_radix8: Function,
+    dif_pass: Function,
     scale_by_powers: Function,
     quotient: Function,
     powers: Function,
@@ -43,8 +44,7 @@ impl NttKernels {
     pub(crate) fn new(fatbin: &Fatbin) -> Result<Self> {
         Ok(NttKernels {
             bit_reverse: fatbin.function("g16_bit_reverse")?,
-            ntt_block: fatbin.function("g16_ntt_block")?,
-            ntt_radix8: fatbin.function("g16_ntt_radix8")?,
+            dif_pass: fatbin.function("g16_ntt_dif_pass")?,
             scale_by_powers: fatbin.function("g16_scale_by_powers")?,
             quotient: fatbin.function("g16_quotient")?,
             powers: fatbin.function("g16_powers")?,
@@ -73,8 +73,9 @@ impl NttKernels {
         Ok(PowerTables { lo: self.powers(base, lo_len, stream)?, hi: self.powers(step, hi_len, stream)?, covers })
     }
 
-    /// In place, the DIT NTT of `x` (length 2^k) with the root whose powers `tw` holds:
-    /// bit reversal, ten stages in shared memory, then up to three stages per pass.
+    /// In place, the NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds:
+    /// ⌈lg_n/8⌉ decimation-in-frequency passes of balanced stage counts, then the bit reversal
+    /// back to natural order.
     ///
     /// # Panics
     /// If `x` is not a power of two long or `tw` does not hold the len/2 twiddles.
@@ -85,25 +86,24 @@ impl NttKernels {
         }
         assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
         let (d_x, d_tw) = (Arg::Ptr(x.ptr()), Arg::Ptr(tw.0.ptr()));
-        // The SAFETY argument of the three launches below: argument types match the
-        // declarations in api.cu; `x` holds 2^lg_n elements and the table every twiddle
-        // below 2^(lg_n-1) (asserted), which is all that the stages index.
-        // SAFETY: as above.
-        unsafe { launch(self.bit_reverse, blocks(x.len(), THREADS), THREADS, stream, &[d_x, Arg::U32(lg_n)])? };
-        let lg_block = lg_n.min(LG_BLOCK);
-        let (grid, block) = (1u32 << (lg_n - lg_block), 1u32 << (lg_block - 1));
-        let args = [d_x, Arg::U32(lg_n), Arg::U32(lg_block), d_tw];
-        // SAFETY: as above.
-        unsafe { launch(self.ntt_block, grid, block, stream, &args)? };
-        let mut s0 = lg_block + 1;
-        while s0 <= lg_n {
-            let k = (lg_n - s0 + 1).min(3);
-            let args = [d_x, Arg::U32(lg_n), Arg::U32(s0), Arg::U32(k), d_tw];
-            // SAFETY: as above, with 1 <= k <= 3 and s0 + k - 1 <= lg_n.
-            unsafe { launch(self.ntt_radix8, blocks(x.len() >> k, THREADS), THREADS, stream, &args)? };
-            s0 += k;
+        // The SAFETY argument of the launches below: argument types match the declarations in
+        // api.cu; `x` holds 2^lg_n elements and the table every twiddle below 2^(lg_n-1)
+        // (asserted), which is all that the passes index.
+        let passes = lg_n.div_ceil(LG_PASS_K);
+        let mut size = lg_n; // lg of the sub-transforms this pass cuts
+        for pass in 0..passes {
+            let k = size.div_ceil(passes - pass); // 1 <= k <= LG_PASS_K
+            let stride = size - k;
+            // Columns per block: 2^LG_PASS elements, within one sub-transform but the last.
+            let lg_c = (LG_PASS - k).min(if stride == 0 { lg_n - k } else { stride });
+            let args = [d_x, Arg::U32(lg_n), Arg::U32(size), Arg::U32(k), Arg::U32(lg_c), d_tw];
+            // SAFETY: as above; the 2^(lg_n-k-lg_c) blocks of 2^lg_c columns of 2^k elements
+            // cover the vector once, 2^(k+lg_c) <= 2^LG_PASS elements each (the shared array).
+            unsafe { launch(self.dif_pass, 1 << (lg_n - k - lg_c), THREADS, stream, &args)? };
+            size = stride;
         }
-        Ok(())
+        // SAFETY: as above.
+        unsafe { launch(self.bit_reverse, blocks(x.len(), THREADS), THREADS, stream, &[d_x, Arg::U32(lg_n)]) }
     }
 
     /// In place, xᵢ ← xᵢ·c·bⁱ with b's powers from `pw`.
