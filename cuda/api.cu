@@ -39,8 +39,8 @@ extern "C" __global__ void g16_powers(fr_t* out, uint32_t n, fr_t base)
 // ---- prefix sums (msm/scan.cuh)
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-g16_scan_tiles(const uint32_t* in, uint32_t div, uint32_t len, uint32_t* out, uint32_t* tile_sums)
-{   scan_tiles(in, div, len, out, tile_sums);   }
+g16_scan_tiles(const uint32_t* in, uint32_t len, uint32_t* out, uint32_t* tile_sums)
+{   scan_tiles(in, len, out, tile_sums);   }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 g16_scan_add(uint32_t* out, uint32_t len, const uint32_t* tile_offsets)
@@ -53,24 +53,27 @@ extern "C" __global__ void g16_msm_count(const fr_t* scalars, uint32_t n, uint32
 {   msm_count(scalars, n, c, windows, counts);   }
 
 extern "C" __global__ void g16_msm_scatter(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                           const uint32_t* offsets, uint32_t* cursor, uint32_t* entries)
-{   msm_scatter(scalars, n, c, windows, offsets, cursor, entries);   }
+                                           uint32_t* cursor, uint32_t* entries)
+{   msm_scatter(scalars, n, c, windows, cursor, entries);   }
 
 extern "C" __global__ void g16_msm_max(const uint32_t* v, uint32_t len, uint32_t* max_out)
 {   msm_max(v, len, max_out);   }
+
+extern "C" __global__ void g16_msm_next_offsets(const uint32_t* off, uint32_t keys, uint32_t L, uint32_t* next)
+{   msm_next_offsets(off, keys, L, next);   }
 
 // ---- MSM sums, per group (msm/accumulate.cuh)
 
 #define MSM_KERNELS(G, field, THREADS, BLOCKS)                                                          \
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS)                                           \
-g16_msm_sum_bases_##G(const affine_t<field>* bases, const uint32_t* entries, const uint32_t* off_in,    \
-                      const uint32_t* off_out, uint32_t keys, uint32_t L, xyzz_t<field>* out)           \
-{   msm_sum_bases(bases, entries, off_in, off_out, keys, L, out);   }                                   \
+g16_msm_sum_bases_##G(const affine_t<field>* bases, const uint32_t* entries, const uint32_t* off,       \
+                      uint32_t keys, uint32_t items, uint32_t L, xyzz_t<field>* out)                    \
+{   msm_sum_bases(bases, entries, off, keys, items, L, out);   }                                        \
                                                                                                         \
 extern "C" __global__ void __launch_bounds__(THREADS)                                                   \
-g16_msm_sum_sums_##G(const xyzz_t<field>* in, const uint32_t* off_in, const uint32_t* off_out,          \
-                     uint32_t keys, uint32_t L, xyzz_t<field>* out)                                     \
-{   msm_sum_sums(in, off_in, off_out, keys, L, out);   }                                                \
+g16_msm_sum_sums_##G(const xyzz_t<field>* in, const uint32_t* off, uint32_t keys, uint32_t items,      \
+                     uint32_t L, xyzz_t<field>* out)                                                    \
+{   msm_sum_sums(in, off, keys, items, L, out);   }                                                     \
                                                                                                         \
 extern "C" __global__ void __launch_bounds__(THREADS)                                                   \
 g16_msm_bucket_segments_##G(const xyzz_t<field>* sums, const uint32_t* off, uint32_t c,                 \

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
-// Exclusive prefix sums of u32 counts, out[i] = Σ_{j<i} ⌈in[j]/div⌉ and out[len] = the total:
-// the offsets of the MSM's buckets (div = 1) and of their chunks at each reduction level
-// (div = L^level, since ⌈⌈x/L⌉/L⌉ = ⌈x/L²⌉). One tile per block (SCAN_TILE items); longer
-// inputs scan their tile sums the same way and add them back (ffi.rs drives the levels).
+// Exclusive prefix sums of u32 counts, out[i] = Σ_{j<i} in[j] and out[len] = the total: the
+// offsets of the MSM's buckets. One tile per block (SCAN_TILE items); longer inputs scan
+// their tile sums the same way and add them back (ffi/msm.rs drives the levels).
 #ifndef PINPROVE_MSM_SCAN_CUH
 #define PINPROVE_MSM_SCAN_CUH
 
@@ -47,19 +46,16 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t& t
     return prefix;
 }
 
-__device__ __forceinline__ uint32_t div_up(uint32_t x, uint32_t d)
-{   return x / d + (x % d != 0);   }
-
-// Scans tile blockIdx.x of ⌈in/div⌉ into out. With tile_sums, the tile's total goes there for
+// Scans tile blockIdx.x of in into out. With tile_sums, the tile's total goes there for
 // the next level; without (a single tile), it goes to out[len].
-__device__ __forceinline__ void scan_tiles(const uint32_t* in, uint32_t div, uint32_t len, uint32_t* out,
+__device__ __forceinline__ void scan_tiles(const uint32_t* in, uint32_t len, uint32_t* out,
                                            uint32_t* tile_sums)
 {
     const uint32_t first = blockIdx.x * SCAN_TILE + threadIdx.x * SCAN_ITEMS;
     uint32_t v[SCAN_ITEMS], sum = 0;
     #pragma unroll
     for (uint32_t j = 0; j < SCAN_ITEMS; j++) {
-        v[j] = first + j < len ? div_up(in[first + j], div) : 0;
+        v[j] = first + j < len ? in[first + j] : 0;
         sum += v[j];
     }
     uint32_t total;

@@ -5,13 +5,14 @@
 //!
 //! Method: Pippenger's bucket method with signed c-bit digits and a counting sort of the
 //! digits by bucket, as the fastest GPU MSMs do it (ZPrize 2022 entries; sppark's and
-//! supraseal's MSMs), with our own load balance: buckets are summed in chunks of at most
-//! CHUNK points per thread, level after level, so a bucket holding every point of a
-//! witness of ones costs log levels rather than one thread's whole sum.
+//! supraseal's MSMs), with our own load balance: every thread sums the same number of
+//! consecutive bucket-sorted points, whatever buckets they fall in, level after level, so a
+//! bucket holding every point of a witness of ones costs log levels rather than one
+//! thread's whole sum, and no lane of a warp idles while another finishes a longer bucket.
 
 use group::Group as _;
 
-use super::ffi::{Group, WINDOW_BITS};
+use super::ffi::{window_width, Group, WINDOW_BITS};
 
 /// Window bits for `n` points: the c that minimises the additions into buckets,
 /// n·⌈256/c⌉, plus those of the bucket reduction, two full additions (each about 1.4 mixed
@@ -24,9 +25,13 @@ pub fn window_bits(n: usize) -> u32 {
     WINDOW_BITS.min_by_key(|&c| cost(c)).expect("a nonempty range")
 }
 
-/// Σ_w 2^(c·w)·sums[w]: the MSM from its window sums.
+/// Σ_w 2^(offset of window w)·sums[w]: the MSM from the window sums of a plan whose widest
+/// window has c bits.
 pub(crate) fn combine<G: Group>(sums: &[G::Projective], c: u32) -> G::Projective {
-    sums.iter().rev().fold(G::Projective::identity(), |acc, sum| (0..c).fold(acc, |acc, _| acc.double()) + sum)
+    let windows = sums.len() as u32;
+    sums.iter().enumerate().rev().fold(G::Projective::identity(), |acc, (w, sum)| {
+        (0..window_width(c, windows, w as u32)).fold(acc, |acc, _| acc.double()) + sum
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 mod msm;
 mod ntt;
 
-pub(crate) use msm::{Group, MsmKernels, MsmScratch, Plan, G1, G2, WINDOW_BITS};
+pub(crate) use msm::{window_width, Group, MsmKernels, MsmScratch, Plan, G1, G2, WINDOW_BITS};
 pub(crate) use ntt::{NttKernels, PowerTables, Twiddles};
 
 use std::ffi::{c_void, CStr};
@@ -262,6 +262,13 @@ impl<T: DeviceElem> DeviceVec<T> {
         assert!(len <= self.len && T::BYTES % 4 == 0, "zeroing {len} of {} elements", self.len);
         // SAFETY: the range lies inside this allocation (asserted); nothing host-side is read.
         check(unsafe { cu::cuMemsetD32Async(self.ptr, 0, len * T::BYTES / 4, stream.as_inner()) })
+    }
+
+    /// Enqueues copying the first `len` elements of `src` over this one's.
+    pub(crate) fn copy_from(&self, src: &DeviceVec<T>, len: usize, stream: &Stream) -> Result<()> {
+        assert!(len <= self.len && len <= src.len, "copying {len} of {} into {} elements", src.len, self.len);
+        // SAFETY: both ranges lie inside their allocations (asserted); device memory only.
+        check(unsafe { cu::cuMemcpyDtoDAsync_v2(self.ptr, src.ptr, len * T::BYTES, stream.as_inner()) })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The MSM's kernels (`cuda/msm/`), launched in the one order that keeps every index they
 //! compute in bounds: [`MsmKernels::plan`] sorts the nonzero digits of one set of scalars into
-//! buckets (count, scan, scatter) and scans each reduction level's chunk offsets;
+//! buckets (count, scan, scatter) and works out each reduction level's offsets;
 //! [`MsmKernels::window_sums`] then sums the buckets over one group's bases and leaves one
 //! Jacobian point per window. The buffers between the steps belong to [`MsmScratch`], sized
 //! for the worst case up front, so no step can be handed offsets another step did not compute.
@@ -14,8 +14,14 @@ use super::{blocks, launch, read, u32_arg, Arg, DeviceElem, DeviceVec, Fatbin, F
 use super::{XyzzG1, XyzzG2};
 use crate::error::Result;
 
-/// Items one thread sums at each reduction level (the chunk length).
-pub(crate) const CHUNK: usize = 32;
+/// Items one thread sums at each reduction level (`L` in accumulate.cuh): enough threads to
+/// fill the device several times over, `LEVEL_THREADS`, but at most `MAX_CHUNK` so that
+/// few partial sums are left per bucket, and at least `MIN_CHUNK`.
+const MIN_CHUNK: usize = 8;
+const MAX_CHUNK: usize = 64;
+const LEVEL_THREADS: usize = 1 << 19;
+/// Items per bucket the window sums take from the last level.
+const FINAL_ITEMS: usize = 8;
 /// Threads per block of the bucket kernels.
 const THREADS: u32 = 256;
 /// Threads per block of the scan and the items of one tile (`SCAN_THREADS`, `SCAN_TILE` in
@@ -114,6 +120,7 @@ pub(crate) struct MsmKernels {
     count: Function,
     scatter: Function,
     max: Function,
+    next_offsets: Function,
     scan_tiles: Function,
     scan_add: Function,
     g1: SumKernels,
@@ -147,24 +154,44 @@ impl<X: DeviceElem> Default for GroupBuffers<X> {
     }
 }
 
-/// Windows of c bits: ⌈256/c⌉, so that the last signed digit's carry is absorbed.
+/// Windows of at most c bits: ⌈256/c⌉ of them, so that the last signed digit's carry is
+/// absorbed.
 fn windows_for(c: u32) -> usize {
     256usize.div_ceil(c as usize)
 }
 
-/// Reduction levels for a fullest bucket of `items`: CHUNK^levels ≥ items, at least one.
-fn levels_for(items: usize) -> u32 {
-    let mut levels = 1;
-    while CHUNK.pow(levels) < items {
-        levels += 1;
+/// The widest window when ⌈256/c⌉ windows share the 256 bits as evenly as they can (the
+/// others are a bit narrower; buckets.cuh): c itself, or less where c leaves the top window
+/// short (c = 21: 13 windows of 20 and 19 bits, not 12 of 21 and one of 4).
+fn widest_window(c: u32) -> u32 {
+    256u32.div_ceil(windows_for(c) as u32)
+}
+
+/// The width of window w of a plan with `windows` windows of at most c bits.
+pub(crate) fn window_width(c: u32, windows: u32, w: u32) -> u32 {
+    c - 1 + u32::from(w < 256 - windows * (c - 1))
+}
+
+/// The chunk length for `entries` entries.
+fn chunk_for(entries: usize) -> usize {
+    (entries / LEVEL_THREADS).clamp(MIN_CHUNK, MAX_CHUNK)
+}
+
+/// Reduction levels for a fullest bucket of `items` with chunks of `chunk`: one, and more
+/// while a bucket can have more than FINAL_ITEMS items left (a bucket of m items leaves at
+/// most ⌈m/chunk⌉ + 1 to the next level: its runs, and one slot of the staircase).
+fn levels_for(items: usize, chunk: usize) -> u32 {
+    let (mut levels, mut most) = (1, items.div_ceil(chunk) + 1);
+    while most > FINAL_ITEMS {
+        (levels, most) = (levels + 1, most.div_ceil(chunk) + 1);
     }
     levels
 }
 
-/// Most chunk sums level `level` ≥ 1 can have when `entries` fall into `keys` buckets: each
-/// nonempty bucket has ⌈items/CHUNK⌉ ≤ items/CHUNK + 1.
-fn level_bound(entries: usize, keys: usize, level: u32) -> usize {
-    (1..=level).fold(entries, |items, _| items.div_ceil(CHUNK) + keys.min(entries))
+/// Items level `level` ≥ 1 reads when `entries` fall into `keys` buckets (level 1 reads the
+/// entries); level ℓ writes the items of level ℓ + 1: ⌊items/chunk⌋ + keys slots.
+fn level_items(entries: usize, keys: usize, chunk: usize, level: u32) -> usize {
+    (1..level).fold(entries, |items, _| items / chunk + keys)
 }
 
 /// Buckets per segment of the window sums, and segments per window: as many threads as
@@ -190,7 +217,7 @@ impl Room {
     /// The most a plan of `n` points with `c`-bit windows can need.
     fn for_plan(n: usize, c: u32) -> Room {
         let windows = windows_for(c);
-        Room { keys: windows << (c - 1), entries: n * windows, levels: levels_for(n) }
+        Room { keys: windows << (c - 1), entries: n * windows, levels: levels_for(n, MIN_CHUNK) }
     }
 
     fn covers(&self, other: &Room) -> bool {
@@ -205,7 +232,7 @@ pub(crate) struct MsmScratch {
     room: Room,
     counts: Option<DeviceVec<u32>>,
     cursor: Option<DeviceVec<u32>>,
-    /// Level ℓ's offsets: where each bucket's items start (level 0: entries; then chunk sums).
+    /// Where each bucket's items start: the entries (index 0), then the items of each level.
     offsets: Vec<DeviceVec<u32>>,
     /// The scan's tile sums and their offsets.
     tile_sums: Option<DeviceVec<u32>>,
@@ -232,6 +259,7 @@ impl MsmScratch {
     /// If `c` is outside [`WINDOW_BITS`].
     pub(crate) fn reserve<G: Group>(&mut self, n: usize, c: u32) -> Result<()> {
         assert!(WINDOW_BITS.contains(&c), "window of {c} bits");
+        let c = widest_window(c);
         let need = Room::for_plan(n, c);
         if !self.room.covers(&need) {
             let room = Room {
@@ -254,8 +282,10 @@ impl MsmScratch {
             }
             self.room = room;
         }
+        // Odd levels write sums[0], even ones sums[1]: the slots each writes at the shortest chunk.
         let bound = |parity: u32| {
-            (1..=need.levels).filter(|l| l % 2 == parity).map(|l| level_bound(need.entries, need.keys, l)).max()
+            let written = |l| level_items(need.entries, need.keys, MIN_CHUNK, l + 1);
+            (1..=need.levels).filter(|l| l % 2 == parity).map(written).max()
         };
         let (_, per_window) = segments_for(windows_for(c), c);
         let group = G::buffers_mut(self);
@@ -271,13 +301,15 @@ impl MsmScratch {
 pub(crate) struct Plan {
     /// Scalars (and bases) summed.
     pub(crate) n: usize,
-    /// Window bits.
+    /// Bits of the widest window ([`widest_window`]).
     pub(crate) c: u32,
     /// Windows: ⌈256/c⌉, so that the last signed digit's carry is absorbed.
     pub(crate) windows: u32,
     /// Entries: the scalars' nonzero digits, one addition each.
     pub(crate) entries: usize,
-    /// Reduction levels: CHUNK^levels is at least the fullest bucket.
+    /// Items one thread sums at each level.
+    pub(crate) chunk: usize,
+    /// Reduction levels: after them no bucket has more than FINAL_ITEMS items.
     pub(crate) levels: u32,
     /// Tells plans apart, so the scratch can check that it still holds this one's buckets.
     serial: u64,
@@ -296,6 +328,7 @@ impl MsmKernels {
             count: fatbin.function("g16_msm_count")?,
             scatter: fatbin.function("g16_msm_scatter")?,
             max: fatbin.function("g16_msm_max")?,
+            next_offsets: fatbin.function("g16_msm_next_offsets")?,
             scan_tiles: fatbin.function("g16_scan_tiles")?,
             scan_add: fatbin.function("g16_scan_add")?,
             g1: SumKernels::new(fatbin, "g1")?,
@@ -303,9 +336,9 @@ impl MsmKernels {
         })
     }
 
-    /// Sorts the nonzero signed c-bit digits of `scalars[range]` into buckets, in `scratch`;
-    /// the buckets then hold indices relative to the range's start. Waits once for the
-    /// stream, to learn the fullest bucket (which sets the levels).
+    /// Sorts the nonzero signed digits of `scalars[range]`, in windows of at most c bits, into
+    /// buckets in `scratch`; the buckets then hold indices relative to the range's start.
+    /// Waits once for the stream, to learn the fullest bucket (which sets the levels).
     ///
     /// # Panics
     /// If `range` is not inside `scalars`, or `scratch` was not reserved for `range.len()`
@@ -319,9 +352,11 @@ impl MsmKernels {
         c: u32,
     ) -> Result<Plan> {
         let n = range.len();
+        assert!(WINDOW_BITS.contains(&c), "window of {c} bits");
+        let c = widest_window(c);
         let need = Room::for_plan(n, c);
         assert!(scalars.len() >= range.end, "{} scalars on the device, {range:?} asked for", scalars.len());
-        assert!(WINDOW_BITS.contains(&c) && scratch.room.covers(&need), "scratch not reserved for {n} points, c = {c}");
+        assert!(scratch.room.covers(&need), "scratch not reserved for {n} points, c = {c}");
         assert!(need.entries <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
         let serial = scratch.planned.take().map_or(0, |p| p.serial + 1);
         let (windows, keys) = (windows_for(c), need.keys);
@@ -331,7 +366,6 @@ impl MsmKernels {
         let fullest = reserved(&scratch.fullest);
         let offsets = &scratch.offsets;
         counts.zero(keys, stream)?;
-        cursor.zero(keys, stream)?;
         fullest.zero(1, stream)?;
         let digits = [Arg::Ptr(scalars.ptr_at(range.start)), u32_arg(n), Arg::U32(c), u32_arg(windows)];
         let count = [digits[0], digits[1], digits[2], digits[3], Arg::Ptr(counts.ptr())];
@@ -344,37 +378,40 @@ impl MsmKernels {
         // SAFETY: (v, len, max_out): a grid-stride loop reads counts[..keys] and writes
         // fullest[0].
         unsafe { launch(self.max, blocks(keys, THREADS).min(1024), THREADS, stream, &max)? };
-        self.scan(stream, counts, 1, keys, &offsets[0], tile_sums, tile_offsets)?;
+        self.scan(stream, counts, keys, &offsets[0], tile_sums, tile_offsets)?;
         let fullest = read(stream, fullest, 0)? as usize;
         let total = read(stream, &offsets[0], keys)? as usize;
         assert!(total <= entries.len(), "{total} entries for room of {}", entries.len());
+        cursor.copy_from(&offsets[0], keys, stream)?;
         let (d0, d1, d2, d3) = (digits[0], digits[1], digits[2], digits[3]);
-        let scatter = [d0, d1, d2, d3, Arg::Ptr(offsets[0].ptr()), Arg::Ptr(cursor.ptr()), Arg::Ptr(entries.ptr())];
-        // SAFETY: (scalars, n, c, windows, offsets, cursor, entries) as declared. The digits
-        // are the ones just counted (same scalars, untouched since), so bucket `key` receives
-        // exactly counts[key] entries at offsets[key] + 0..counts[key]: all below the total,
-        // which fits `entries` (asserted); cursor starts at zero.
+        let scatter = [d0, d1, d2, d3, Arg::Ptr(cursor.ptr()), Arg::Ptr(entries.ptr())];
+        // SAFETY: (scalars, n, c, windows, cursor, entries) as declared. The digits are the
+        // ones just counted (same scalars, untouched since), so bucket `key` receives exactly
+        // counts[key] entries at offsets[key] + 0..counts[key] (cursor starts at offsets[key]):
+        // all below the total, which fits `entries` (asserted).
         unsafe { launch(self.scatter, blocks(n, THREADS), THREADS, stream, &scatter)? };
-        let levels = levels_for(fullest);
-        for level in 1..=levels {
-            let div = u32::try_from(CHUNK.pow(level)).expect("levels are bounded by n < 2^31");
-            self.scan(stream, counts, div, keys, &offsets[level as usize], tile_sums, tile_offsets)?;
+        let chunk = chunk_for(total);
+        let levels = levels_for(fullest, chunk);
+        for level in 1..=levels as usize {
+            let args =
+                [Arg::Ptr(offsets[level - 1].ptr()), u32_arg(keys), u32_arg(chunk), Arg::Ptr(offsets[level].ptr())];
+            // SAFETY: (off, keys, L, next) as declared: thread k ≤ keys reads and writes element
+            // k of two offset arrays of room.keys + 1 ≥ keys + 1 (reserved; levels ≤ room.levels).
+            unsafe { launch(self.next_offsets, blocks(keys + 1, THREADS), THREADS, stream, &args)? };
         }
-        let plan = Plan { n, c, windows: windows as u32, entries: total, levels, serial };
+        let plan = Plan { n, c, windows: windows as u32, entries: total, chunk, levels, serial };
         scratch.planned.set(Some(plan));
         Ok(plan)
     }
 
-    /// out[i] = Σ_{j<i} ⌈input[j]/div⌉ for i ≤ len (out[len] is the total).
+    /// out[i] = Σ_{j<i} input[j] for i ≤ len (out[len] is the total).
     ///
     /// # Panics
     /// If a buffer is too short, or `len` exceeds two levels of tiles (2^24).
-    #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
         stream: &Stream,
         input: &DeviceVec<u32>,
-        div: u32,
         len: usize,
         out: &DeviceVec<u32>,
         tile_sums: &DeviceVec<u32>,
@@ -383,20 +420,20 @@ impl MsmKernels {
         let tiles = len.div_ceil(SCAN_TILE);
         assert!(input.len() >= len && out.len() > len, "scan of {len} into {} from {}", out.len(), input.len());
         assert!(tiles <= SCAN_TILE && tile_sums.len() >= tiles && tile_offsets.len() > tiles, "scan of {len}");
-        let args = |input: &DeviceVec<u32>, div, len, out: &DeviceVec<u32>, sums| {
-            [Arg::Ptr(input.ptr()), Arg::U32(div), u32_arg(len), Arg::Ptr(out.ptr()), Arg::Ptr(sums)]
+        let args = |input: &DeviceVec<u32>, len, out: &DeviceVec<u32>, sums| {
+            [Arg::Ptr(input.ptr()), u32_arg(len), Arg::Ptr(out.ptr()), Arg::Ptr(sums)]
         };
         if tiles <= 1 {
-            // SAFETY: (in, div, len, out, tile_sums = null): one block reads input[..len] and
+            // SAFETY: (in, len, out, tile_sums = null): one block reads input[..len] and
             // writes out[..=len], both in bounds (asserted).
-            return unsafe { launch(self.scan_tiles, 1, SCAN_THREADS, stream, &args(input, div, len, out, 0)) };
+            return unsafe { launch(self.scan_tiles, 1, SCAN_THREADS, stream, &args(input, len, out, 0)) };
         }
         let grid = tiles as u32;
         // SAFETY: block b reads input and writes out in tile b (inside len), and writes
         // tile_sums[b], b < tiles (asserted).
-        unsafe { launch(self.scan_tiles, grid, SCAN_THREADS, stream, &args(input, div, len, out, tile_sums.ptr()))? };
+        unsafe { launch(self.scan_tiles, grid, SCAN_THREADS, stream, &args(input, len, out, tile_sums.ptr()))? };
         // SAFETY: one block scans tile_sums[..tiles] into tile_offsets[..=tiles] (asserted).
-        unsafe { launch(self.scan_tiles, 1, SCAN_THREADS, stream, &args(tile_sums, 1, tiles, tile_offsets, 0))? };
+        unsafe { launch(self.scan_tiles, 1, SCAN_THREADS, stream, &args(tile_sums, tiles, tile_offsets, 0))? };
         let add = [Arg::Ptr(out.ptr()), u32_arg(len), Arg::Ptr(tile_offsets.ptr())];
         // SAFETY: (out, len, tile_offsets): block b adds tile_offsets[b] to its tile of out
         // and block 0 writes out[len] = tile_offsets[tiles], all in bounds (asserted).
@@ -424,28 +461,30 @@ impl MsmKernels {
         let sums = [reserved(&buffers.sums[0]), reserved(&buffers.sums[1])];
         let (entries, offsets, keys) = (reserved(&scratch.entries), &scratch.offsets, plan.keys());
         let keys_arg = u32_arg(keys);
+        let chunk = plan.chunk;
         for level in 1..=plan.levels {
-            let bound = level_bound(plan.entries, keys, level);
+            let items = level_items(plan.entries, keys, chunk, level);
+            let written = level_items(plan.entries, keys, chunk, level + 1);
             let out = sums[(level as usize + 1) % 2];
-            assert!(out.len() >= bound, "level {level}: {bound} sums for room of {}", out.len());
-            let (off_in, off_out) =
-                (Arg::Ptr(offsets[level as usize - 1].ptr()), Arg::Ptr(offsets[level as usize].ptr()));
-            let tail = [off_in, off_out, keys_arg, u32_arg(CHUNK), Arg::Ptr(out.ptr())];
+            assert!(out.len() >= written, "level {level}: {written} sums for room of {}", out.len());
+            out.zero(written, stream)?; // the slots no run writes: the point at infinity
+            let off = Arg::Ptr(offsets[level as usize - 1].ptr());
+            let tail = [off, keys_arg, u32_arg(items), u32_arg(chunk), Arg::Ptr(out.ptr())];
+            let grid = blocks(items.div_ceil(chunk), G::THREADS);
             if level == 1 {
                 let args =
                     [Arg::Ptr(bases.ptr()), Arg::Ptr(entries.ptr()), tail[0], tail[1], tail[2], tail[3], tail[4]];
-                // SAFETY: (bases, entries, off_in, off_out, keys, L, out) as declared. Thread t <
-                // off_out[keys] (the level's chunk count, ≤ bound ≤ out.len(), asserted) sums
-                // the entries of one chunk, inside its bucket's [off_in[k], off_in[k+1]) ⊆
-                // [0, plan.entries); each entry is a point index below n ≤ bases.len().
-                unsafe { launch(k.sum_bases, blocks(bound, G::THREADS), G::THREADS, stream, &args)? };
+                // SAFETY: (bases, entries, off, keys, items, L, out) as declared. Thread t <
+                // ⌈items/L⌉ sums items [t·L, t·L + L) ∩ [0, items): entries, each a point
+                // index below n ≤ bases.len(); it writes slot t + k for each bucket k those
+                // items meet, below ⌊items/L⌋ + keys = `written` ≤ out.len() (asserted).
+                unsafe { launch(k.sum_bases, grid, G::THREADS, stream, &args)? };
             } else {
                 let input = sums[level as usize % 2];
                 let args = [Arg::Ptr(input.ptr()), tail[0], tail[1], tail[2], tail[3], tail[4]];
-                // SAFETY: (in, off_in, off_out, keys, L, out) as declared: as above, reading the
-                // previous level's sums, of which there are off_in[keys] (its bound, ≤ the
-                // input's length).
-                unsafe { launch(k.sum_sums, blocks(bound, G::THREADS), G::THREADS, stream, &args)? };
+                // SAFETY: (in, off, keys, items, L, out) as declared: as above, reading the
+                // previous level's `items` slots, which it wrote (or zeroed) into `input`.
+                unsafe { launch(k.sum_sums, grid, G::THREADS, stream, &args)? };
             }
         }
         let sums = sums[(plan.levels as usize + 1) % 2];
@@ -485,5 +524,37 @@ impl MsmKernels {
         // SAFETY: (segments, per_window, windows, out): thread w < windows reads segment
         // w·per_window and writes out[w] (out holds `windows`, asserted).
         unsafe { launch(k.window_sums, blocks(windows, G::THREADS), G::THREADS, stream, &args) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_share_the_256_bits_evenly() {
+        for c in WINDOW_BITS {
+            let (wide, windows) = (widest_window(c), windows_for(c) as u32);
+            let widths: Vec<u32> = (0..windows).map(|w| window_width(wide, windows, w)).collect();
+            assert_eq!(widths.iter().sum::<u32>(), 256, "c = {c}: {widths:?}");
+            assert!(wide <= c && widths.iter().all(|&b| b == wide || b == wide - 1), "c = {c}: {widths:?}");
+        }
+        assert_eq!((widest_window(21), windows_for(21)), (20, 13));
+    }
+
+    #[test]
+    fn levels_leave_at_most_final_items_per_bucket() {
+        for chunk in [MIN_CHUNK, 32, MAX_CHUNK] {
+            for fullest in [0, 1, 8, 9, 100, 1 << 20, 1 << 31] {
+                let levels = levels_for(fullest, chunk);
+                // A bucket of m items starting at item a leaves ⌊(a + m)/L⌋ − ⌊a/L⌋ + 1 slots to
+                // the next level, where it may start anywhere again.
+                let most = |m: usize| (0..chunk).map(|a| (a + m) / chunk - a / chunk + 1).max().unwrap();
+                let last = (0..levels).fold(fullest, |m, _| most(m));
+                assert!(last <= FINAL_ITEMS, "chunk {chunk}, fullest {fullest}: {levels} levels leave {last}");
+            }
+        }
+        assert_eq!(level_items(1000, 10, 8, 1), 1000);
+        assert_eq!(level_items(1000, 10, 8, 3), (1000 / 8 + 10) / 8 + 10);
     }
 }
