@@ -147,15 +147,17 @@ impl PartitionTimings {
         busy
     }
 
-    /// Sums of each duration over `timings`, with `job` set to the number of partitions and
-    /// `device` and `synthesis_worker` to the highest index.
+    /// Sums of each duration over `timings`, with `job` set to the number of partitions,
+    /// `device` and `synthesis_worker` to the highest index, and the instants to the batch's
+    /// span: the earliest of each start (`synthesis_start`, `proving_start`, `device_start`)
+    /// and the latest `device_end`.
     pub fn total<'a>(timings: impl IntoIterator<Item = &'a PartitionTimings>) -> PartitionTimings {
-        timings.into_iter().fold(PartitionTimings::default(), |acc, t| PartitionTimings {
+        let timings: Vec<&PartitionTimings> = timings.into_iter().collect();
+        let earliest = |start: fn(&PartitionTimings) -> Duration| timings.iter().map(|t| start(t)).min();
+        let sums = timings.iter().fold(PartitionTimings::default(), |acc, t| PartitionTimings {
             job: acc.job + 1,
             device: acc.device.max(t.device),
             synthesis_worker: acc.synthesis_worker.max(t.synthesis_worker),
-            synthesis_start: acc.synthesis_start + t.synthesis_start,
-            proving_start: acc.proving_start + t.proving_start,
             synthesis: acc.synthesis + t.synthesis,
             queue_wait: acc.queue_wait + t.queue_wait,
             input_wait: acc.input_wait + t.input_wait,
@@ -166,12 +168,18 @@ impl PartitionTimings {
             ntt_steps: acc.ntt_steps + t.ntt_steps,
             msm: acc.msm + t.msm,
             msm_steps: acc.msm_steps + t.msm_steps,
-            device_start: acc.device_start + t.device_start,
-            device_end: acc.device_end + t.device_end,
+            device_end: acc.device_end.max(t.device_end),
             gpu_busy: acc.gpu_busy + t.gpu_busy,
             verify: acc.verify + t.verify,
             pinned: acc.pinned || t.pinned,
-        })
+            ..acc
+        });
+        PartitionTimings {
+            synthesis_start: earliest(|t| t.synthesis_start).unwrap_or_default(),
+            proving_start: earliest(|t| t.proving_start).unwrap_or_default(),
+            device_start: earliest(|t| t.device_start).unwrap_or_default(),
+            ..sums
+        }
     }
 }
 
@@ -226,5 +234,32 @@ impl PartitionTimings {
             events.push(format!(r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{tid},"args":{{"name":"{name}"}}}}"#));
         }
         format!("[\n{}\n]\n", events.join(",\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn total_sums_durations_and_spans_instants() {
+        let ms = Duration::from_millis;
+        let t = |job, start, end| PartitionTimings {
+            job,
+            device: job as usize,
+            synthesis: ms(10),
+            msm_steps: MsmSteps { h: ms(job), ..MsmSteps::default() },
+            synthesis_start: ms(start),
+            proving_start: ms(start + 10),
+            device_start: ms(start + 11),
+            device_end: ms(end),
+            ..PartitionTimings::default()
+        };
+        let batch = [t(1, 30, 90), t(2, 20, 60), t(3, 40, 80)];
+        let total = PartitionTimings::total(&batch);
+        assert_eq!((total.job, total.device, total.synthesis, total.msm_steps.h), (3, 3, ms(30), ms(6)));
+        assert_eq!((total.synthesis_start, total.proving_start), (ms(20), ms(30)));
+        assert_eq!((total.device_start, total.device_end), (ms(31), ms(90)));
+        assert_eq!(PartitionTimings::total(&[]), PartitionTimings::default());
     }
 }
