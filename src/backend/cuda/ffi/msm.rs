@@ -194,6 +194,15 @@ fn level_items(entries: usize, keys: usize, chunk: usize, level: u32) -> usize {
     (1..level).fold(entries, |items, _| items / chunk + keys)
 }
 
+/// Most slots level `level` ≥ 1 writes for a plan of at most `entries` entries in `keys`
+/// buckets, whatever chunk [`chunk_for`] picks for its entries t: level 1 writes
+/// ⌊t/chunk⌋ + keys, and t/chunk_for(t) is at most t/MIN_CHUNK, and below 2·LEVEL_THREADS
+/// unless the chunk is MAX_CHUNK; later levels ⌊items/chunk⌋ + keys of the slots before.
+fn written_bound(entries: usize, keys: usize, level: u32) -> usize {
+    let first = (entries / MAX_CHUNK).max(2 * LEVEL_THREADS).min(entries / MIN_CHUNK) + keys;
+    (1..level).fold(first, |items, _| items / MIN_CHUNK + keys)
+}
+
 /// Buckets per segment of the window sums, and segments per window: as many threads as
 /// SEGMENT_THREADS, or one segment per window.
 fn segments_for(windows: usize, c: u32) -> (usize, usize) {
@@ -282,9 +291,9 @@ impl MsmScratch {
             }
             self.room = room;
         }
-        // Odd levels write sums[0], even ones sums[1]: the slots each writes at the shortest chunk.
+        // Odd levels write sums[0], even ones sums[1].
         let bound = |parity: u32| {
-            let written = |l| level_items(need.entries, need.keys, MIN_CHUNK, l + 1);
+            let written = |l| written_bound(need.entries, need.keys, l);
             (1..=need.levels).filter(|l| l % 2 == parity).map(written).max()
         };
         let (_, per_window) = segments_for(windows_for(c), c);
@@ -556,5 +565,25 @@ mod tests {
         }
         assert_eq!(level_items(1000, 10, 8, 1), 1000);
         assert_eq!(level_items(1000, 10, 8, 3), (1000 / 8 + 10) / 8 + 10);
+    }
+
+    #[test]
+    fn the_reserved_sums_hold_every_level_of_any_plan_they_cover() {
+        let keys = 13 << 19;
+        for entries in [0, 1, 100, 1 << 20, 13 << 22, 13 << 24, 13 << 26] {
+            // Totals a plan reserved for `entries` can meet, every chunk boundary included.
+            let edges = (MIN_CHUNK..=MAX_CHUNK).flat_map(|c| [c * LEVEL_THREADS - 1, c * LEVEL_THREADS]);
+            let totals = edges.chain([0, 1, entries / 3, entries]).filter(|&t| t <= entries);
+            for total in totals {
+                let chunk = chunk_for(total);
+                for level in 1..=levels_for(entries, MIN_CHUNK) {
+                    let written = level_items(total, keys, chunk, level + 1);
+                    let bound = written_bound(entries, keys, level);
+                    assert!(written <= bound, "entries {entries}, total {total}, level {level}: {written} > {bound}");
+                }
+            }
+        }
+        // A 2^26-point G1 plan (13 windows) reserves about entries/64 level-1 slots, not /8.
+        assert_eq!(written_bound(13 << 26, keys, 1), (13 << 26) / 64 + keys);
     }
 }
