@@ -22,26 +22,36 @@ use rayon::prelude::*;
 
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] \\
-    [--max-lg-ntt 26] [--max-lg-msm 24] [--pacing-jobs 0]
+    [--max-lg-ntt 26] [--max-lg-msm 24] [--msm-windows 19,20] [--pacing-jobs 0]
 `--proofs 0` stops after the bandwidth, NTT and MSM sections; `--pacing-jobs 0` skips the
-pacing study.";
+pacing study; `--msm-windows` times the MSMs at each of these window widths (2..=21) instead
+of the pipeline's choice.";
 
 /// Device memory bandwidth measured on the H200 (device-to-device copy, bytes read + written).
 const DEVICE_BYTES_PER_S: f64 = 4.3e12;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let flags = Flags::parse(USAGE, &["--lg-m", "--proofs", "--max-lg-ntt", "--max-lg-msm", "--pacing-jobs"])?;
+    let flags =
+        Flags::parse(USAGE, &["--lg-m", "--proofs", "--max-lg-ntt", "--max-lg-msm", "--msm-windows", "--pacing-jobs"])?;
     let (lg_m, proofs) = (flags.get("--lg-m", 16u32)?, flags.get("--proofs", 32usize)?);
     let (max_lg_ntt, max_lg_msm) = (flags.get("--max-lg-ntt", 26u32)?, flags.get("--max-lg-msm", 24u32)?);
     let pacing_jobs = flags.get("--pacing-jobs", 0u64)?;
+    let windows: Vec<u32> = match flags.get("--msm-windows", String::new())?.as_str() {
+        "" => Vec::new(),
+        list => list
+            .split(',')
+            .map(|c| c.trim().parse())
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("--msm-windows: {e}"))?,
+    };
     let device = CudaDevice::open(0)?;
     println!("pinprove gpu_report on {} (device 0)", device.name());
     let mut gpu = device.bare_backend()?;
 
     h2d(&device, &mut gpu)?;
     ntt(&mut gpu, max_lg_ntt)?;
-    msm(&mut gpu, max_lg_msm)?;
+    msm(&mut gpu, max_lg_msm, &windows)?;
     drop(gpu);
     if proofs == 0 {
         return Ok(());
@@ -97,8 +107,9 @@ fn ntt(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Err
 }
 
 /// G1 and G2 MSMs with resident bases and random scalars: median of 3 after a warm-up, split
-/// into the scalars' copy, the bucket sort (plan) and the sums.
-fn msm(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
+/// into the scalars' copy, the bucket sort (plan) and the sums; at each of `windows` (bits),
+/// or at the pipeline's choice when it is empty.
+fn msm(gpu: &mut CudaBackend, max_lg: u32, windows: &[u32]) -> Result<(), Box<dyn std::error::Error>> {
     println!("\nMSM on the device (median of 3)   window   h2d ms   plan ms   sums ms   total ms   ns/point");
     let row = |group: &str, lg: u32, c: u32, runs: &mut Vec<MsmRun>| {
         runs.sort_by_key(|r| r.plan + r.sums);
@@ -115,19 +126,24 @@ fn msm(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Err
     };
     let n = 1usize << max_lg;
     let scalars = common::random_scalars(n, 13);
-    let sizes = |group: &str, run: &mut dyn FnMut(&[Scalar]) -> Result<MsmRun, pinprove::Error>| {
+    type Run<'a> = dyn FnMut(&[Scalar], Option<u32>) -> Result<MsmRun, pinprove::Error> + 'a;
+    let sizes = |group: &str, run: &mut Run| {
         for lg in (20..=max_lg).step_by(2) {
-            run(&scalars[..1 << lg])?; // warm-up
-            let mut runs = (0..3).map(|_| run(&scalars[..1 << lg])).collect::<Result<Vec<_>, _>>()?;
-            row(group, lg, cuda::window_bits(1 << lg), &mut runs);
+            let choices: Vec<Option<u32>> =
+                if windows.is_empty() { vec![None] } else { windows.iter().map(|&c| Some(c)).collect() };
+            for c in choices {
+                run(&scalars[..1 << lg], c)?; // warm-up
+                let mut runs = (0..3).map(|_| run(&scalars[..1 << lg], c)).collect::<Result<Vec<_>, _>>()?;
+                row(group, lg, c.unwrap_or_else(|| cuda::window_bits(1 << lg)), &mut runs);
+            }
         }
         Ok::<(), pinprove::Error>(())
     };
     let bases = gpu.upload_g1_bases(&g1_points(n, 11))?;
-    sizes("G1", &mut |s| gpu.msm_g1(&bases, s, None).map(|r| r.1))?;
+    sizes("G1", &mut |s, c| gpu.msm_g1(&bases, s, c).map(|r| r.1))?;
     drop(bases);
     let bases = gpu.upload_g2_bases(&g2_points(n, 12))?;
-    sizes("G2", &mut |s| gpu.msm_g2(&bases, s, None).map(|r| r.1))?;
+    sizes("G2", &mut |s, c| gpu.msm_g2(&bases, s, c).map(|r| r.1))?;
     Ok(())
 }
 
