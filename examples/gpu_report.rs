@@ -127,11 +127,11 @@ fn msm(gpu: &mut CudaBackend, max_lg: u32, windows: &[u32]) -> Result<(), Box<dy
     let n = 1usize << max_lg;
     let scalars = common::random_scalars(n, 13);
     type Run<'a> = dyn FnMut(&[Scalar], Option<u32>) -> Result<MsmRun, pinprove::Error> + 'a;
+    let choices: Vec<Option<u32>> =
+        if windows.is_empty() { vec![None] } else { windows.iter().map(|&c| Some(c)).collect() };
     let sizes = |group: &str, run: &mut Run| {
         for lg in (20..=max_lg).step_by(2) {
-            let choices: Vec<Option<u32>> =
-                if windows.is_empty() { vec![None] } else { windows.iter().map(|&c| Some(c)).collect() };
-            for c in choices {
+            for &c in &choices {
                 run(&scalars[..1 << lg], c)?; // warm-up
                 let mut runs = (0..3).map(|_| run(&scalars[..1 << lg], c)).collect::<Result<Vec<_>, _>>()?;
                 row(group, lg, c.unwrap_or_else(|| cuda::window_bits(1 << lg)), &mut runs);

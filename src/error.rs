@@ -92,8 +92,9 @@ pub enum Error {
         msg: String,
     },
     /// Device memory ran out: the device (or the memory limit it was opened with,
-    /// `CudaDevice::with_memory_limit`) cannot hold what was asked for: a partition's buffers, an MSM's scratch, the kernels or a stream. Not a
-    /// [device fault](Error::is_device_fault): the device stays in service.
+    /// `CudaDevice::with_memory_limit`) cannot hold what was asked for: a partition's buffers,
+    /// an MSM's scratch, the kernels or a stream. Not a [device fault](Error::is_device_fault):
+    /// the device stays in service.
     #[error("device out of memory: {requested} bytes requested")]
     DeviceOutOfMemory {
         /// Bytes asked for; under a memory limit, all the backend would hold; 0 when the
