@@ -84,23 +84,27 @@ fn h2d(device: &CudaDevice, gpu: &mut CudaBackend) -> Result<(), Box<dyn std::er
 }
 
 /// Forward NTT device time per size (median of 3 after a warm-up) against the bound of one
-/// read and one write of the vector at device bandwidth.
+/// read and one write of the vector at device bandwidth, and the coset iNTT beside it (the
+/// h stage's last step: the transform and its scaling by g⁻ⁱ/m).
 fn ntt(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
-    println!("\nNTT on the device (forward, median of 3)   time ms   bound ms   time/bound");
+    println!("\nNTT on the device (median of 3)   forward ms   bound ms   time/bound   coset iNTT ms");
     for lg in (16..=max_lg).step_by(2) {
         let n = 1usize << lg;
         let mut v: Vec<Scalar> = (0..n).into_par_iter().map(|i| Scalar::from(i as u64 + 1).square()).collect();
-        gpu.transform(&mut v, Transform::Ntt)?; // warm-up: tables and buffers of this size
-        let mut times: Vec<Duration> =
-            (0..3).map(|_| gpu.transform(&mut v, Transform::Ntt)).collect::<Result<_, _>>()?;
-        times.sort();
+        let mut median = |t: Transform| -> Result<f64, pinprove::Error> {
+            gpu.transform(&mut v, t)?; // warm-up: tables and buffers of this size
+            let mut times: Vec<Duration> = (0..3).map(|_| gpu.transform(&mut v, t)).collect::<Result<_, _>>()?;
+            times.sort();
+            Ok(times[1].as_secs_f64())
+        };
+        let (forward, coset_intt) = (median(Transform::Ntt)?, median(Transform::CosetIntt)?);
         let bound = (2 * 32 * n) as f64 / DEVICE_BYTES_PER_S;
-        let t = times[1].as_secs_f64();
         println!(
-            "  2^{lg:<2}                                   {:>9.3} {:>10.3} {:>11.1}",
-            t * 1e3,
+            "  2^{lg:<2}                          {:>10.3} {:>10.3} {:>12.1} {:>15.3}",
+            forward * 1e3,
             bound * 1e3,
-            t / bound
+            forward / bound,
+            coset_intt * 1e3
         );
     }
     Ok(())
