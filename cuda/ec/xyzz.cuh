@@ -10,6 +10,30 @@
 #ifndef PINPROVE_EC_XYZZ_CUH
 #define PINPROVE_EC_XYZZ_CUH
 
+// The formulas' products. A field can have them out of line (out_of_line_products<field> =
+// true): one copy of its product then serves every formula, where inlined copies (ten unrolled
+// products an addition, three additions in the window segments) outgrow the instruction cache.
+template<class field> constexpr bool out_of_line_products = false;
+
+template<class field> __device__ __noinline__ field product(field a, field b)
+{   return a * b;   }
+
+template<class field> __device__ __forceinline__ field mul(const field& a, const field& b)
+{
+    if constexpr (out_of_line_products<field>)
+        return product(a, b);
+    else
+        return a * b;
+}
+
+template<class field> __device__ __forceinline__ field sq(const field& a)
+{
+    if constexpr (out_of_line_products<field>)
+        return product(a, a);
+    else
+        return sqr(a);
+}
+
 template<class field> struct affine_t {
     field x, y;
 
@@ -36,15 +60,15 @@ template<class field> struct xyzz_t {
     __device__ __forceinline__ void dbl()
     {
         field u = y + y;
-        field v = sqr(u);
-        field w = u * v;
-        field s = x * v;
-        field m = sqr(x);
+        field v = sq<field>(u);
+        field w = mul<field>(u, v);
+        field s = mul<field>(x, v);
+        field m = sq<field>(x);
         m = m + m + m;
-        x = sqr(m) - s - s;
-        y = m * (s - x) - w * y;
-        zz = zz * v;
-        zzz = zzz * w;
+        x = sq<field>(m) - s - s;
+        y = mul<field>(m, s - x) - mul<field>(w, y);
+        zz = mul<field>(zz, v);
+        zzz = mul<field>(zzz, w);
     }
 
     // this = 2·(q or −q), from an affine q not at infinity (mdbl-2008-s-1).
@@ -53,13 +77,13 @@ template<class field> struct xyzz_t {
         field qy = q.y;
         qy.cneg(neg);
         field u = qy + qy;
-        zz = sqr(u);
-        zzz = u * zz;
-        field s = q.x * zz;
-        field m = sqr(q.x);
+        zz = sq<field>(u);
+        zzz = mul<field>(u, zz);
+        field s = mul<field>(q.x, zz);
+        field m = sq<field>(q.x);
         m = m + m + m;
-        x = sqr(m) - s - s;
-        y = m * (s - x) - zzz * qy;
+        x = sq<field>(m) - s - s;
+        y = mul<field>(m, s - x) - mul<field>(zzz, qy);
     }
 
     // this += q, or −q when `neg` (madd-2008-s).
@@ -77,8 +101,8 @@ template<class field> struct xyzz_t {
         }
         field qy = q.y;
         qy.cneg(neg);
-        field p = q.x * zz - x;   // U2 − X1
-        field r = qy * zzz - y;   // S2 − Y1
+        field p = mul<field>(q.x, zz) - x; // U2 − X1
+        field r = mul<field>(qy, zzz) - y;  // S2 − Y1
         if (p.is_zero()) {
             if (r.is_zero())
                 set_dbl(q, neg);  // q == this
@@ -86,13 +110,13 @@ template<class field> struct xyzz_t {
                 *this = inf();    // q == −this
             return;
         }
-        field pp = sqr(p);
-        field ppp = p * pp;
-        field qq = x * pp;
-        x = sqr(r) - ppp - qq - qq;
-        y = r * (qq - x) - y * ppp;
-        zz = zz * pp;
-        zzz = zzz * ppp;
+        field pp = sq<field>(p);
+        field ppp = mul<field>(p, pp);
+        field qq = mul<field>(x, pp);
+        x = sq<field>(r) - ppp - qq - qq;
+        y = mul<field>(r, qq - x) - mul<field>(y, ppp);
+        zz = mul<field>(zz, pp);
+        zzz = mul<field>(zzz, ppp);
     }
 
     // this += q (add-2008-s).
@@ -104,10 +128,10 @@ template<class field> struct xyzz_t {
             *this = q;
             return;
         }
-        field u1 = x * q.zz;
-        field s1 = y * q.zzz;
-        field p = q.x * zz - u1;  // U2 − U1
-        field r = q.y * zzz - s1; // S2 − S1
+        field u1 = mul<field>(x, q.zz);
+        field s1 = mul<field>(y, q.zzz);
+        field p = mul<field>(q.x, zz) - u1;  // U2 − U1
+        field r = mul<field>(q.y, zzz) - s1; // S2 − S1
         if (p.is_zero()) {
             if (r.is_zero())
                 dbl();            // q == this
@@ -115,13 +139,13 @@ template<class field> struct xyzz_t {
                 *this = inf();    // q == −this
             return;
         }
-        field pp = sqr(p);
-        field ppp = p * pp;
-        field qq = u1 * pp;
-        x = sqr(r) - ppp - qq - qq;
-        y = r * (qq - x) - s1 * ppp;
-        zz = zz * q.zz * pp;
-        zzz = zzz * q.zzz * ppp;
+        field pp = sq<field>(p);
+        field ppp = mul<field>(p, pp);
+        field qq = mul<field>(u1, pp);
+        x = sq<field>(r) - ppp - qq - qq;
+        y = mul<field>(r, qq - x) - mul<field>(s1, ppp);
+        zz = mul<field>(mul<field>(zz, q.zz), pp);
+        zzz = mul<field>(mul<field>(zzz, q.zzz), ppp);
     }
 
     // Jacobian (X·ZZ, Y·ZZZ, ZZ): x = X·ZZ/ZZ² and y = Y·ZZZ/ZZ³ = Y/ZZZ since ZZ³ = ZZZ².
