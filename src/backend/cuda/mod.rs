@@ -119,8 +119,9 @@ pub struct CudaBackend {
     key: Option<DeviceKey>,
     scalars: Option<DeviceScalars>,
     scratch: MsmScratch,
-    /// Window sums of the four G1 MSMs and the G2 one.
-    g1_sums: [DeviceVec<G1Projective>; 4],
+    /// Window sums of a G1 MSM and of the G2 one: each MSM downloads its sums before the
+    /// next one starts, so the four G1 MSMs share one buffer.
+    g1_sums: DeviceVec<G1Projective>,
     g2_sums: DeviceVec<G2Projective>,
     lock: Arc<Mutex<()>>,
     // The last fields: the module, and the context, outlive every buffer above.
@@ -176,12 +177,7 @@ impl CudaBackend {
             key: None,
             scalars: None,
             scratch: MsmScratch::default(),
-            g1_sums: [
-                DeviceVec::new(MAX_WINDOWS)?,
-                DeviceVec::new(MAX_WINDOWS)?,
-                DeviceVec::new(MAX_WINDOWS)?,
-                DeviceVec::new(MAX_WINDOWS)?,
-            ],
+            g1_sums: DeviceVec::new(MAX_WINDOWS)?,
             g2_sums: DeviceVec::new(MAX_WINDOWS)?,
             lock: Arc::clone(&device.lock),
             stream,
@@ -569,13 +565,13 @@ impl Backend for CudaBackend {
         let m = &ev[MSM_STEPS..MSM_STEPS + 5];
         let msms = Msms { kernels: msm, stream, copies, staging, scratch };
         let [h, l, a, b_g1] = k.g1();
-        let (h, _) = msms.msm::<G1>(&d.abc[0], key.domain_size() - 1, h, &g1_sums[0], None)?;
+        let (h, _) = msms.msm::<G1>(&d.abc[0], key.domain_size() - 1, h, g1_sums, None)?;
         m[0].record(stream).map_err(from_cust)?;
-        let (l, _) = msms.msm::<G1>(&s.aux, w.aux.len(), l, &g1_sums[1], None)?;
+        let (l, _) = msms.msm::<G1>(&s.aux, w.aux.len(), l, g1_sums, None)?;
         m[1].record(stream).map_err(from_cust)?;
-        let (a, _) = msms.msm::<G1>(&s.a, w.a_scalars.len(), a, &g1_sums[2], None)?;
+        let (a, _) = msms.msm::<G1>(&s.a, w.a_scalars.len(), a, g1_sums, None)?;
         m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan) = msms.msm::<G1>(&s.b, w.b_scalars.len(), b_g1, &g1_sums[3], None)?;
+        let (b_g1, plan) = msms.msm::<G1>(&s.b, w.b_scalars.len(), b_g1, g1_sums, None)?;
         m[3].record(stream).map_err(from_cust)?;
         let (b_g2, _) = msms.msm::<G2>(&s.b, w.b_scalars.len(), k.b_g2(), g2_sums, plan)?;
         m[4].record(stream).map_err(from_cust)?;
