@@ -27,6 +27,10 @@ template<> constexpr bool out_of_line_products<fp_t> = true;
 extern "C" __global__ void g16_bit_reverse(fr_t* d_x, uint32_t lg_n)
 {   bit_reverse(d_x, lg_n);   }
 
+extern "C" __global__ void __launch_bounds__(1 << (2 * LG_TILE))
+g16_bit_reverse_tiles(fr_t* d_x, uint32_t lg_n)
+{   bit_reverse_tiles(d_x, lg_n);   }
+
 extern "C" __global__ void __launch_bounds__(256)
 g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c, const fr_t* tw)
 {   ntt_dif_pass(d_x, lg_n, S, k, lg_c, tw);   }

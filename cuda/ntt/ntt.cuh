@@ -31,7 +31,7 @@ __device__ __forceinline__ fr_t table_pow(const fr_t* lo, const fr_t* hi, uint32
     return hi[e >> LG_TW_LO] * lo[e & (TW_LO - 1)];
 }
 
-// x[i] <-> x[bitrev(i)].
+// x[i] <-> x[bitrev(i)], one thread a pair: for vectors shorter than two tiles' bits.
 __device__ __forceinline__ void bit_reverse(fr_t* d_x, uint32_t lg_n)
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -43,6 +43,39 @@ __device__ __forceinline__ void bit_reverse(fr_t* d_x, uint32_t lg_n)
         d_x[i] = d_x[j];
         d_x[j] = t;
     }
+}
+
+// The bit reversal in tiles, for lg_n >= 2·LG_TILE: index i = (hi, mid, lo), hi and lo of
+// LG_TILE bits, reverses to (rev lo, rev mid, rev hi), so the tile of a given mid (its
+// 2^LG_TILE rows hi of 2^LG_TILE consecutive lo) and the tile of rev mid trade places
+// transposed. Block `mid` (if mid <= rev mid) reads both tiles a row of consecutive elements
+// at a time, and writes them back likewise, where one thread a pair reads one side of
+// every pair from a different row of memory. blockDim.x = 2^(2·LG_TILE).
+#define LG_TILE 4
+__device__ __forceinline__ void bit_reverse_tiles(fr_t* d_x, uint32_t lg_n)
+{
+    constexpr uint32_t side = 1u << LG_TILE, row = side + 1; // a padded row: fewer bank conflicts
+    __shared__ __align__(32) uint32_t words[2][(sizeof(fr_t) / sizeof(uint32_t)) * side * row];
+    const uint32_t m = lg_n - 2 * LG_TILE, mid = blockIdx.x;
+    const uint32_t mid_rev = m ? __brev(mid) >> (32 - m) : 0;
+    if (mid > mid_rev)
+        return;
+    fr_t* tile[2] = {reinterpret_cast<fr_t*>(words[0]), reinterpret_cast<fr_t*>(words[1])};
+    const uint32_t hi = threadIdx.x >> LG_TILE, lo = threadIdx.x & (side - 1);
+    const uint32_t hi_rev = __brev(hi) >> (32 - LG_TILE), lo_rev = __brev(lo) >> (32 - LG_TILE);
+    const size_t at[2] = {((size_t)hi << (lg_n - LG_TILE)) + ((size_t)mid << LG_TILE) + lo,
+                          ((size_t)hi << (lg_n - LG_TILE)) + ((size_t)mid_rev << LG_TILE) + lo};
+    const bool pair = mid != mid_rev;
+    #pragma unroll
+    for (uint32_t t = 0; t < 2; t++)
+        if (t == 0 || pair)
+            tile[t][hi * row + lo] = d_x[at[t]];
+    __syncthreads();
+    // x[(hi, mid, lo)] = old x[(rev lo, rev mid, rev hi)], from the other tile (or this one).
+    #pragma unroll
+    for (uint32_t t = 0; t < 2; t++)
+        if (t == 0 || pair)
+            d_x[at[t]] = (pair ? tile[1 - t] : tile[0])[lo_rev * row + hi_rev];
 }
 
 // One pass of a size-2^lg_n transform by decimation in frequency, four-step style: every

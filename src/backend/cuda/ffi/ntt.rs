@@ -16,6 +16,8 @@ const LG_PASS: u32 = 10;
 const LG_PASS_K: u32 = 8;
 /// log₂ of the low power table's length (`LG_TW_LO` in ntt.cuh).
 const LG_TW_LO: u32 = 12;
+/// log₂ of a bit-reversal tile's side (`LG_TILE` in ntt.cuh): a tile is one block's threads.
+const LG_TILE: u32 = 4;
 
 /// The twiddles of one root w on the device: w^e for e < n/2, one flat table.
 #[derive(Debug)]
@@ -34,6 +36,7 @@ pub(crate) struct PowerTables {
 #[derive(Debug)]
 pub(crate) struct NttKernels {
     bit_reverse: Function,
+    bit_reverse_tiles: Function,
     dif_pass: Function,
     scale_by_powers: Function,
     quotient: Function,
@@ -44,6 +47,7 @@ impl NttKernels {
     pub(crate) fn new(fatbin: &Fatbin) -> Result<Self> {
         Ok(NttKernels {
             bit_reverse: fatbin.function("g16_bit_reverse")?,
+            bit_reverse_tiles: fatbin.function("g16_bit_reverse_tiles")?,
             dif_pass: fatbin.function("g16_ntt_dif_pass")?,
             scale_by_powers: fatbin.function("g16_scale_by_powers")?,
             quotient: fatbin.function("g16_quotient")?,
@@ -75,7 +79,7 @@ impl NttKernels {
 
     /// In place, the NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds:
     /// ⌈lg_n/8⌉ decimation-in-frequency passes of balanced stage counts, then the bit reversal
-    /// back to natural order.
+    /// back to natural order (in tiles from 2^(2·LG_TILE) elements).
     ///
     /// # Panics
     /// If `x` is not a power of two long or `tw` does not hold the len/2 twiddles.
@@ -102,8 +106,22 @@ impl NttKernels {
             unsafe { launch(self.dif_pass, 1 << (lg_n - k - lg_c), THREADS, stream, &args)? };
             size = stride;
         }
-        // SAFETY: as above.
-        unsafe { launch(self.bit_reverse, blocks(x.len(), THREADS), THREADS, stream, &[d_x, Arg::U32(lg_n)]) }
+        if lg_n >= 2 * LG_TILE {
+            // SAFETY: as above; one block of 2^(2·LG_TILE) threads per tile, 2^(lg_n − 2·LG_TILE)
+            // tiles: the kernel's index bits (hi, mid, lo) cover the vector once.
+            unsafe {
+                launch(
+                    self.bit_reverse_tiles,
+                    1 << (lg_n - 2 * LG_TILE),
+                    1 << (2 * LG_TILE),
+                    stream,
+                    &[d_x, Arg::U32(lg_n)],
+                )
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { launch(self.bit_reverse, blocks(x.len(), THREADS), THREADS, stream, &[d_x, Arg::U32(lg_n)]) }
+        }
     }
 
     /// In place, xᵢ ← xᵢ·c·bⁱ with b's powers from `pw`.
