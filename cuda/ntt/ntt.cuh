@@ -90,8 +90,8 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
                                              uint32_t lg_c, const fr_t* tw)
 {
     // Raw words: a __shared__ array of fr_t would need a (forbidden) dynamic initialiser.
-    __shared__ __align__(16) uint32_t s_words[(sizeof(fr_t) / sizeof(uint32_t)) << LG_PASS];
-    __shared__ __align__(16) uint32_t r_words[(sizeof(fr_t) / sizeof(uint32_t)) << (LG_PASS_K - 1)];
+    __shared__ __align__(32) uint32_t s_words[(sizeof(fr_t) / sizeof(uint32_t)) << LG_PASS];
+    __shared__ __align__(32) uint32_t r_words[(sizeof(fr_t) / sizeof(uint32_t)) << (LG_PASS_K - 1)];
     fr_t* s = reinterpret_cast<fr_t*>(s_words);
     fr_t* roots = reinterpret_cast<fr_t*>(r_words);
     const uint32_t t = threadIdx.x, T = blockDim.x;
@@ -119,9 +119,12 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
     __syncthreads();
     for (uint32_t r = k; r >= 1; r--) {
         const uint32_t h = 1u << (r - 1);
+        // Butterfly u: column cu, then group g, then q, so a warp shares q while a stage has
+        // 32 butterflies of each q, and the twiddle-free ones (q = 0) take whole warps.
+        const uint32_t lg_g = k - r;
         for (uint32_t u = t; u < elems / 2; u += T) {
-            const uint32_t cu = u & (C - 1), q2 = u >> lg_c, q = q2 & (h - 1);
-            const uint32_t p0 = ((q2 >> (r - 1)) << r) + q;
+            const uint32_t cu = u & (C - 1), gq = u >> lg_c, q = gq >> lg_g;
+            const uint32_t p0 = ((gq & ((1u << lg_g) - 1)) << r) + q;
             const fr_t a = s[p0 * C + cu], b = s[(p0 + h) * C + cu];
             s[p0 * C + cu] = a + b;
             fr_t d = a - b;
