@@ -59,12 +59,11 @@ g16_scan_add(uint32_t* out, uint32_t len, const uint32_t* tile_offsets)
 // ---- MSM buckets, shared by G1 and G2 (msm/buckets.cuh)
 
 extern "C" __global__ void g16_msm_count(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                         uint32_t* counts)
-{   msm_count(scalars, n, c, windows, counts);   }
+                                         uint32_t* counts, uint32_t* digits)
+{   msm_count(scalars, n, c, windows, counts, digits);   }
 
-extern "C" __global__ void g16_msm_scatter(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                           uint32_t* cursor, uint32_t* entries)
-{   msm_scatter(scalars, n, c, windows, cursor, entries);   }
+extern "C" __global__ void g16_msm_scatter(const uint32_t* digits, uint32_t n, uint32_t* cursor, uint32_t* entries)
+{   msm_scatter(digits, n, cursor, entries);   }
 
 extern "C" __global__ void g16_msm_max(const uint32_t* v, uint32_t len, uint32_t* max_out)
 {   msm_max(v, len, max_out);   }

@@ -9,8 +9,9 @@
 // Digit d ≠ 0 of window w puts the point, negated when d < 0, into bucket key
 // w·2^(c−1) + |d| − 1; zero digits (zero scalars, and the upper windows of small ones) put
 // it nowhere, so a scalar 1 costs one addition and a scalar 0 none. A counting sort groups
-// the entries by key: count, scan (scan.cuh), scatter. Entries are point index | sign << 31;
-// their order inside a bucket does not matter, since the sums are exact.
+// the entries by key: count (which keeps the digits), scan (scan.cuh), scatter. Entries are
+// point index | sign << 31; their order inside a bucket does not matter, since the sums are
+// exact.
 #ifndef PINPROVE_MSM_BUCKETS_CUH
 #define PINPROVE_MSM_BUCKETS_CUH
 
@@ -46,8 +47,13 @@ __device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, uint32_t wide, 
 __device__ __forceinline__ uint32_t wide_windows(uint32_t c, uint32_t windows)
 {   return 256 - windows * (c - 1);   }
 
+// A window's digit word: key | sign << 31, or NO_DIGIT for a zero digit (keys stay below 2^31).
+#define NO_DIGIT 0xffffffffu
+
+// counts[key] += 1 for each nonzero digit, and digits[w·n + i] = window w's digit word of
+// scalar i, window by window, for the scatter to read without converting the scalars again.
 __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                          uint32_t* counts)
+                                          uint32_t* counts, uint32_t* digits)
 {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
@@ -58,41 +64,30 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
     uint32_t off = 0, carry = 0, key;
     bool negative;
     #pragma unroll 1
-    for (uint32_t w = 0; w < windows; w++)
-        if (digit(k, c, wide, w, off, carry, key, negative))
+    for (uint32_t w = 0; w < windows; w++) {
+        uint32_t word = NO_DIGIT;
+        if (digit(k, c, wide, w, off, carry, key, negative)) {
             atomicAdd(&counts[key], 1);
+            word = key | (uint32_t)negative << 31;
+        }
+        digits[(size_t)w * n + i] = word;
+    }
 }
 
-// Windows whose slots one thread claims before it writes any: their atomics are in flight
-// together instead of one round trip each.
-#define SCATTER_BATCH 8
-
-// entries[next free slot of key] = i | sign; cursor starts as the offsets of the keys.
-__device__ __forceinline__ void msm_scatter(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                            uint32_t* cursor, uint32_t* entries)
+// entries[next free slot of key] = i | sign; cursor starts as the offsets of the keys. Block b
+// takes window b / ⌈n/blockDim⌉, so the blocks in flight write into one window's entries
+// (2^24 at most, 64 MB) and their partial writes meet in the L2 cache rather than in DRAM.
+__device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t* cursor,
+                                            uint32_t* entries)
 {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t per_window = (n + blockDim.x - 1) / blockDim.x;
+    const uint32_t w = blockIdx.x / per_window;
+    const uint32_t i = (blockIdx.x % per_window) * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
-    fr_t k = scalars[i];
-    k.from();
-    const uint32_t wide = wide_windows(c, windows);
-    uint32_t off = 0, carry = 0;
-    #pragma unroll 1
-    for (uint32_t w0 = 0; w0 < windows; w0 += SCATTER_BATCH) {
-        uint32_t key[SCATTER_BATCH], slot[SCATTER_BATCH];
-        bool negative[SCATTER_BATCH], nonzero[SCATTER_BATCH];
-        #pragma unroll
-        for (uint32_t j = 0; j < SCATTER_BATCH; j++) {
-            nonzero[j] = w0 + j < windows && digit(k, c, wide, w0 + j, off, carry, key[j], negative[j]);
-            if (nonzero[j])
-                slot[j] = atomicAdd(&cursor[key[j]], 1);
-        }
-        #pragma unroll
-        for (uint32_t j = 0; j < SCATTER_BATCH; j++)
-            if (nonzero[j])
-                entries[slot[j]] = i | (uint32_t)negative[j] << 31;
-    }
+    const uint32_t word = digits[(size_t)w * n + i];
+    if (word != NO_DIGIT)
+        entries[atomicAdd(&cursor[word & 0x7fffffff], 1)] = i | (word & 0x80000000);
 }
 
 // *max_out = max(*max_out, max of v[0..len)); *max_out starts at zero.

@@ -247,6 +247,8 @@ pub(crate) struct MsmScratch {
     tile_sums: Option<DeviceVec<u32>>,
     tile_offsets: Option<DeviceVec<u32>>,
     entries: Option<DeviceVec<u32>>,
+    /// Every window's digit word of every scalar, window by window (count to scatter).
+    digits: Option<DeviceVec<u32>>,
     /// The fullest bucket, read back by the plan.
     fullest: Option<DeviceVec<u32>>,
     g1: GroupBuffers<XyzzG1>,
@@ -282,6 +284,7 @@ impl MsmScratch {
             grow(&mut self.tile_sums, room.keys.div_ceil(SCAN_TILE))?;
             grow(&mut self.tile_offsets, room.keys.div_ceil(SCAN_TILE) + 1)?;
             grow(&mut self.entries, room.entries)?;
+            grow(&mut self.digits, room.entries)?;
             grow(&mut self.fullest, 1)?;
             if self.offsets.first().is_none_or(|o| o.len() <= room.keys) {
                 self.offsets.clear();
@@ -371,17 +374,25 @@ impl MsmKernels {
         let (windows, keys) = (windows_for(c), need.keys);
         let (counts, cursor, entries) =
             (reserved(&scratch.counts), reserved(&scratch.cursor), reserved(&scratch.entries));
+        let digits = reserved(&scratch.digits);
         let (tile_sums, tile_offsets) = (reserved(&scratch.tile_sums), reserved(&scratch.tile_offsets));
         let fullest = reserved(&scratch.fullest);
         let offsets = &scratch.offsets;
         counts.zero(keys, stream)?;
         fullest.zero(1, stream)?;
-        let digits = [Arg::Ptr(scalars.ptr_at(range.start)), u32_arg(n), Arg::U32(c), u32_arg(windows)];
-        let count = [digits[0], digits[1], digits[2], digits[3], Arg::Ptr(counts.ptr())];
-        // SAFETY: (scalars, n, c, windows, counts) as declared. The kernel reads the n scalars
-        // of `range` (inside `scalars`, asserted), and its keys w·2^(c−1) + |d| − 1, with w < windows and |d| ≤ 2^(c−1),
-        // stay below `keys` ≤ counts.len() (reserved); windows = ⌈256/c⌉ keeps every window's
-        // bits inside the 256-bit scalar.
+        let count = [
+            Arg::Ptr(scalars.ptr_at(range.start)),
+            u32_arg(n),
+            Arg::U32(c),
+            u32_arg(windows),
+            Arg::Ptr(counts.ptr()),
+            Arg::Ptr(digits.ptr()),
+        ];
+        // SAFETY: (scalars, n, c, windows, counts, digits) as declared. The kernel reads the n
+        // scalars of `range` (inside `scalars`, asserted); its keys w·2^(c−1) + |d| − 1, with
+        // w < windows and |d| ≤ 2^(c−1), stay below `keys` ≤ counts.len() (reserved), and it
+        // writes digits[w·n + i] for w < windows, i < n: below n·windows = need.entries ≤
+        // digits.len() (reserved). windows = ⌈256/c⌉ keeps every window inside the scalar.
         unsafe { launch(self.count, blocks(n, THREADS), THREADS, stream, &count)? };
         let max = [Arg::Ptr(counts.ptr()), u32_arg(keys), Arg::Ptr(fullest.ptr())];
         // SAFETY: (v, len, max_out): a grid-stride loop reads counts[..keys] and writes
@@ -392,13 +403,12 @@ impl MsmKernels {
         let total = read(stream, &offsets[0], keys)? as usize;
         assert!(total <= entries.len(), "{total} entries for room of {}", entries.len());
         cursor.copy_from(&offsets[0], keys, stream)?;
-        let (d0, d1, d2, d3) = (digits[0], digits[1], digits[2], digits[3]);
-        let scatter = [d0, d1, d2, d3, Arg::Ptr(cursor.ptr()), Arg::Ptr(entries.ptr())];
-        // SAFETY: (scalars, n, c, windows, cursor, entries) as declared. The digits are the
-        // ones just counted (same scalars, untouched since), so bucket `key` receives exactly
-        // counts[key] entries at offsets[key] + 0..counts[key] (cursor starts at offsets[key]):
-        // all below the total, which fits `entries` (asserted).
-        unsafe { launch(self.scatter, blocks(n, THREADS), THREADS, stream, &scatter)? };
+        let scatter = [Arg::Ptr(digits.ptr()), u32_arg(n), Arg::Ptr(cursor.ptr()), Arg::Ptr(entries.ptr())];
+        // SAFETY: (digits, n, cursor, entries) as declared. Block b reads digits[w·n + i] for
+        // w = b / ⌈n/THREADS⌉ < windows and i < n, the words count just wrote, so bucket `key`
+        // receives exactly counts[key] entries at offsets[key] + 0..counts[key] (cursor starts
+        // at offsets[key]): all below the total, which fits `entries` (asserted).
+        unsafe { launch(self.scatter, blocks(n, THREADS) * windows as u32, THREADS, stream, &scatter)? };
         let chunk = chunk_for(total);
         let levels = levels_for(fullest, chunk);
         for level in 1..=levels as usize {
