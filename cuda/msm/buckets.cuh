@@ -76,7 +76,8 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
 
 // entries[next free slot of key] = i | sign; cursor starts as the offsets of the keys. Block b
 // takes window b / ⌈n/blockDim⌉, so the blocks in flight write into one window's entries
-// (2^24 at most, 64 MB) and their partial writes meet in the L2 cache rather than in DRAM.
+// (n words, 64 MB at 2^24, not all windows' 14 times that) and their partial writes meet in
+// the L2 cache rather than in DRAM.
 __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t* cursor,
                                             uint32_t* entries)
 {
