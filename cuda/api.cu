@@ -13,14 +13,7 @@
 #include "msm/buckets.cuh"
 #include "msm/accumulate.cuh"
 
-using fp_t = bls12_381::fp_t;
 using fp2 = fp2_t<fp_t>;
-
-// G1's products out of line, as fp2.cuh has G2's: inlined, the code of the bucket sums and
-// window segments outgrew the instruction cache (ncu, 2^22: 2.4 of 12.3 cycles between issues
-// waiting for instructions in the sums, 4.8 in the segments; out of line, 0.03 and 0.05, and
-// the segments take 33 % less time).
-template<> constexpr bool out_of_line_products<fp_t> = true;
 
 // ---- the h stage (ntt/ntt.cuh)
 

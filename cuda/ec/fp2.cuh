@@ -2,10 +2,12 @@
 //
 // Fp2 = Fp[u]/(u² + 1), the field of BLS12-381's G2 coordinates, over sppark's fp_t. One
 // thread holds both coefficients (c0 + c1·u), in blst's blst_fp2 layout, so G2 points load
-// from the proving key as they are. Products by Karatsuba: 3 base-field products, 3 for a
+// from the proving key as they are. Products by Karatsuba: 3 base-field products, 2 for a
 // square. Only what the curve layer (ec/xyzz.cuh) needs.
 #ifndef PINPROVE_EC_FP2_CUH
 #define PINPROVE_EC_FP2_CUH
+
+#include "../ff/fields.cuh"
 
 template<class fp> struct fp2_t {
     fp c0, c1;
@@ -29,7 +31,7 @@ template<class fp> struct fp2_t {
     {   fp2_t r; r.c0 = a.c0 - b.c0; r.c1 = a.c1 - b.c1; return r;   }
 
     // (a0 + a1·u)(b0 + b1·u) = a0b0 − a1b1 + ((a0 + a1)(b0 + b1) − a0b0 − a1b1)·u
-    friend __device__ __noinline__ fp2_t operator*(const fp2_t& a, const fp2_t& b)
+    friend __device__ __noinline__ fp2_t mul(const fp2_t& a, const fp2_t& b)
     {
         fp t0 = a.c0 * b.c0;
         fp t1 = a.c1 * b.c1;
@@ -40,7 +42,7 @@ template<class fp> struct fp2_t {
     }
 
     // (a0 + a1·u)² = (a0 + a1)(a0 − a1) + 2·a0a1·u
-    friend __device__ __noinline__ fp2_t sqr(const fp2_t& a)
+    friend __device__ __noinline__ fp2_t square(const fp2_t& a)
     {
         fp2_t r;
         fp t = a.c0 * a.c1;
@@ -48,6 +50,9 @@ template<class fp> struct fp2_t {
         r.c1 = t + t;
         return r;
     }
+
+    friend __device__ __forceinline__ fp2_t mul_sub(const fp2_t& a, const fp2_t& b, const fp2_t& c, const fp2_t& d)
+    {   return mul(a, b) - mul(c, d);   }
 };
 
 #endif

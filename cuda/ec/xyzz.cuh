@@ -6,33 +6,12 @@
 // madd-2008-s (8M + 2S), add-2008-s (12M + 2S), mdbl-2008-s-1 and dbl-2008-s-1, with the
 // cases they leave out handled here: either input at infinity, equal inputs (doubling) and
 // opposite inputs (infinity). Infinity is ZZ = ZZZ = 0; an affine point at infinity is
-// (0, 0), as blst stores it.
+// (0, 0), as blst stores it. The field supplies mul, square and mul_sub (a·b − c·d, each
+// formula's Y3); ff/fields.cuh has G1's, ec/fp2.cuh G2's.
 #ifndef PINPROVE_EC_XYZZ_CUH
 #define PINPROVE_EC_XYZZ_CUH
 
-// The formulas' products. A field can have them out of line (out_of_line_products<field> =
-// true): one copy of its product then serves every formula, where inlined copies (ten unrolled
-// products an addition, three additions in the window segments) outgrow the instruction cache.
-template<class field> constexpr bool out_of_line_products = false;
-
-template<class field> __device__ __noinline__ field product(field a, field b)
-{   return a * b;   }
-
-template<class field> __device__ __forceinline__ field mul(const field& a, const field& b)
-{
-    if constexpr (out_of_line_products<field>)
-        return product(a, b);
-    else
-        return a * b;
-}
-
-template<class field> __device__ __forceinline__ field sq(const field& a)
-{
-    if constexpr (out_of_line_products<field>)
-        return product(a, a);
-    else
-        return sqr(a);
-}
+#include "../ff/fields.cuh"
 
 template<class field> struct affine_t {
     field x, y;
@@ -60,15 +39,15 @@ template<class field> struct xyzz_t {
     __device__ __forceinline__ void dbl()
     {
         field u = y + y;
-        field v = sq<field>(u);
-        field w = mul<field>(u, v);
-        field s = mul<field>(x, v);
-        field m = sq<field>(x);
+        field v = square(u);
+        field w = mul(u, v);
+        field s = mul(x, v);
+        field m = square(x);
         m = m + m + m;
-        x = sq<field>(m) - s - s;
-        y = mul<field>(m, s - x) - mul<field>(w, y);
-        zz = mul<field>(zz, v);
-        zzz = mul<field>(zzz, w);
+        x = square(m) - s - s;
+        y = mul_sub(m, s - x, w, y);
+        zz = mul(zz, v);
+        zzz = mul(zzz, w);
     }
 
     // this = 2·(q or −q), from an affine q not at infinity (mdbl-2008-s-1).
@@ -77,13 +56,13 @@ template<class field> struct xyzz_t {
         field qy = q.y;
         qy.cneg(neg);
         field u = qy + qy;
-        zz = sq<field>(u);
-        zzz = mul<field>(u, zz);
-        field s = mul<field>(q.x, zz);
-        field m = sq<field>(q.x);
+        zz = square(u);
+        zzz = mul(u, zz);
+        field s = mul(q.x, zz);
+        field m = square(q.x);
         m = m + m + m;
-        x = sq<field>(m) - s - s;
-        y = mul<field>(m, s - x) - mul<field>(zzz, qy);
+        x = square(m) - s - s;
+        y = mul_sub(m, s - x, zzz, qy);
     }
 
     // this += q, or −q when `neg` (madd-2008-s).
@@ -101,8 +80,8 @@ template<class field> struct xyzz_t {
         }
         field qy = q.y;
         qy.cneg(neg);
-        field p = mul<field>(q.x, zz) - x; // U2 − X1
-        field r = mul<field>(qy, zzz) - y;  // S2 − Y1
+        field p = mul(q.x, zz) - x; // U2 − X1
+        field r = mul(qy, zzz) - y;  // S2 − Y1
         if (p.is_zero()) {
             if (r.is_zero())
                 set_dbl(q, neg);  // q == this
@@ -110,13 +89,13 @@ template<class field> struct xyzz_t {
                 *this = inf();    // q == −this
             return;
         }
-        field pp = sq<field>(p);
-        field ppp = mul<field>(p, pp);
-        field qq = mul<field>(x, pp);
-        x = sq<field>(r) - ppp - qq - qq;
-        y = mul<field>(r, qq - x) - mul<field>(y, ppp);
-        zz = mul<field>(zz, pp);
-        zzz = mul<field>(zzz, ppp);
+        field pp = square(p);
+        field ppp = mul(p, pp);
+        field qq = mul(x, pp);
+        x = square(r) - ppp - qq - qq;
+        y = mul_sub(r, qq - x, y, ppp);
+        zz = mul(zz, pp);
+        zzz = mul(zzz, ppp);
     }
 
     // this += q (add-2008-s).
@@ -128,10 +107,10 @@ template<class field> struct xyzz_t {
             *this = q;
             return;
         }
-        field u1 = mul<field>(x, q.zz);
-        field s1 = mul<field>(y, q.zzz);
-        field p = mul<field>(q.x, zz) - u1;  // U2 − U1
-        field r = mul<field>(q.y, zzz) - s1; // S2 − S1
+        field u1 = mul(x, q.zz);
+        field s1 = mul(y, q.zzz);
+        field p = mul(q.x, zz) - u1;  // U2 − U1
+        field r = mul(q.y, zzz) - s1; // S2 − S1
         if (p.is_zero()) {
             if (r.is_zero())
                 dbl();            // q == this
@@ -139,13 +118,13 @@ template<class field> struct xyzz_t {
                 *this = inf();    // q == −this
             return;
         }
-        field pp = sq<field>(p);
-        field ppp = mul<field>(p, pp);
-        field qq = mul<field>(u1, pp);
-        x = sq<field>(r) - ppp - qq - qq;
-        y = mul<field>(r, qq - x) - mul<field>(s1, ppp);
-        zz = mul<field>(mul<field>(zz, q.zz), pp);
-        zzz = mul<field>(mul<field>(zzz, q.zzz), ppp);
+        field pp = square(p);
+        field ppp = mul(p, pp);
+        field qq = mul(u1, pp);
+        x = square(r) - ppp - qq - qq;
+        y = mul_sub(r, qq - x, s1, ppp);
+        zz = mul(mul(zz, q.zz), pp);
+        zzz = mul(mul(zzz, q.zzz), ppp);
     }
 
     // Jacobian (X·ZZ, Y·ZZZ, ZZ): x = X·ZZ/ZZ² and y = Y·ZZZ/ZZ³ = Y/ZZZ since ZZ³ = ZZZ².
@@ -153,8 +132,8 @@ template<class field> struct xyzz_t {
     __device__ __forceinline__ jacobian_t<field> to_jacobian() const
     {
         jacobian_t<field> j;
-        j.x = x * zz;
-        j.y = y * zzz;
+        j.x = mul(x, zz);
+        j.y = mul(y, zzz);
         j.z = zz;
         return j;
     }

@@ -16,9 +16,7 @@
 # error "device code only: nvcc compiles this file with --fatbin"
 #endif
 
-#include <ff/bls12-381.hpp>
-
-using fr_t = bls12_381::fr_t;
+#include "../ff/fields.cuh"
 
 #define LG_TW_LO 12
 #define TW_LO (1u << LG_TW_LO)
