@@ -12,6 +12,7 @@
 #include "msm/scan.cuh"
 #include "msm/buckets.cuh"
 #include "msm/accumulate.cuh"
+#include "msm/shift.cuh"
 
 using fp2 = fp2_t<fp_t>;
 
@@ -52,12 +53,12 @@ g16_scan_add(uint32_t* out, uint32_t len, const uint32_t* tile_offsets)
 // ---- MSM buckets, shared by G1 and G2 (msm/buckets.cuh)
 
 extern "C" __global__ void g16_msm_count(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                         uint32_t* counts, uint32_t* digits)
-{   msm_count(scalars, n, c, windows, counts, digits);   }
+                                         uint32_t window_keys, uint32_t* counts, uint32_t* digits)
+{   msm_count(scalars, n, c, windows, window_keys, counts, digits);   }
 
-extern "C" __global__ void g16_msm_scatter(const uint32_t* digits, uint32_t n, uint32_t* cursor, uint32_t* entries)
-{   msm_scatter(digits, n, cursor, entries);   }
-
+extern "C" __global__ void g16_msm_scatter(const uint32_t* digits, uint32_t n, uint32_t window_points,
+                                           uint32_t* cursor, uint32_t* entries)
+{   msm_scatter(digits, n, window_points, cursor, entries);   }
 extern "C" __global__ void g16_msm_max(const uint32_t* v, uint32_t len, uint32_t* max_out)
 {   msm_max(v, len, max_out);   }
 
@@ -90,7 +91,11 @@ g16_msm_fold_segments_##G(xyzz_t<field>* segments, uint32_t per_window, uint32_t
 extern "C" __global__ void __launch_bounds__(THREADS)                                                   \
 g16_msm_window_sums_##G(const xyzz_t<field>* segments, uint32_t per_window, uint32_t windows,           \
                         jacobian_t<field>* out)                                                         \
-{   msm_window_sums(segments, per_window, windows, out);   }
+{   msm_window_sums(segments, per_window, windows, out);   }                                        \
+                                                                                                        \
+extern "C" __global__ void __launch_bounds__(SHIFT_THREADS)                                             \
+g16_msm_shift_##G(const affine_t<field>* in, uint32_t n, uint32_t doublings, affine_t<field>* out)      \
+{   msm_shift(in, n, doublings, out);   }
 
 // Threads per block of the G1 and G2 kernels (MSM_THREADS_G1/G2 in src/backend/cuda/msm.rs), and
 // the blocks per multiprocessor the bucket sums ask for: 2 × 256 G1 threads cap them at 128

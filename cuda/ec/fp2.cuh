@@ -53,6 +53,16 @@ template<class fp> struct fp2_t {
 
     friend __device__ __forceinline__ fp2_t mul_sub(const fp2_t& a, const fp2_t& b, const fp2_t& c, const fp2_t& d)
     {   return mul(a, b) - mul(c, d);   }
+
+    // 1/(a0 + a1·u) = (a0 − a1·u)/(a0² + a1²), for a ≠ 0.
+    friend __device__ __noinline__ fp2_t inverse(const fp2_t& a)
+    {
+        const fp n = inverse(a.c0 * a.c0 + a.c1 * a.c1);
+        fp2_t r;
+        r.c0 = a.c0 * n;
+        r.c1 = -(a.c1 * n);
+        return r;
+    }
 };
 
 #endif

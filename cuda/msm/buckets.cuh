@@ -7,7 +7,8 @@
 // range, 2^(width−1), becomes digit − 2^width with a carry into the next window, so
 // |digit| ≤ 2^(width−1), and a scalar below 2^255 leaves no carry out of the top window.
 // Digit d ≠ 0 of window w puts the point, negated when d < 0, into bucket key
-// w·2^(c−1) + |d| − 1; zero digits (zero scalars, and the upper windows of small ones) put
+// w·2^(c−1) + |d| − 1, or |d| − 1 over shifted bases (shift.cuh), where every window sums
+// into one set of buckets and takes its points from its own copy of the bases; zero digits (zero scalars, and the upper windows of small ones) put
 // it nowhere, so a scalar 1 costs one addition and a scalar 0 none. A counting sort groups
 // the entries by key: count (which keeps the digits), scan (scan.cuh), scatter. Entries are
 // point index | sign << 31; their order inside a bucket does not matter, since the sums are
@@ -29,9 +30,9 @@ __device__ __forceinline__ uint32_t window_bits(const fr_t& k, uint32_t off, uin
 
 // The signed digit of window w, which starts at bit `off` (advanced past it), given the
 // carry out of window w − 1 (updated): false when it is zero, else its bucket key
-// w·2^(c−1) + |d| − 1 and whether d < 0.
-__device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, uint32_t wide, uint32_t w, uint32_t& off,
-                                      uint32_t& carry, uint32_t& key, bool& negative)
+// w·window_keys + |d| − 1 and whether d < 0.
+__device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, uint32_t wide, uint32_t window_keys, uint32_t w,
+                                      uint32_t& off, uint32_t& carry, uint32_t& key, bool& negative)
 {
     const uint32_t width = c - 1 + (w < wide), half = 1u << (width - 1);
     const uint32_t v = window_bits(k, off, width) + carry;
@@ -39,7 +40,7 @@ __device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, uint32_t wide, 
     negative = v > half;
     const uint32_t magnitude = negative ? (1u << width) - v : v;
     carry = negative;
-    key = w * (1u << (c - 1)) + magnitude - 1;
+    key = w * window_keys + magnitude - 1;
     return magnitude != 0;
 }
 
@@ -52,8 +53,9 @@ __device__ __forceinline__ uint32_t wide_windows(uint32_t c, uint32_t windows)
 
 // counts[key] += 1 for each nonzero digit, and digits[w·n + i] = window w's digit word of
 // scalar i, window by window, for the scatter to read without converting the scalars again.
+// window_keys: the buckets of one window, 2^(c−1), or 0 when the windows share them.
 __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                          uint32_t* counts, uint32_t* digits)
+                                          uint32_t window_keys, uint32_t* counts, uint32_t* digits)
 {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
@@ -66,7 +68,7 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
     #pragma unroll 1
     for (uint32_t w = 0; w < windows; w++) {
         uint32_t word = NO_DIGIT;
-        if (digit(k, c, wide, w, off, carry, key, negative)) {
+        if (digit(k, c, wide, window_keys, w, off, carry, key, negative)) {
             atomicAdd(&counts[key], 1);
             word = key | (uint32_t)negative << 31;
         }
@@ -74,12 +76,14 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
     }
 }
 
-// entries[next free slot of key] = i | sign; cursor starts as the offsets of the keys. Block b
-// takes window b / ⌈n/blockDim⌉, so the blocks in flight write into one window's entries
-// (n words, 64 MB at 2^24, not all windows' 14 times that) and their partial writes meet in
-// the L2 cache rather than in DRAM.
-__device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t* cursor,
-                                            uint32_t* entries)
+// entries[next free slot of key] = (w·window_points + i) | sign, the index of the point in
+// window w's copy of shifted bases (window_points: points per copy), or i | sign over plain
+// bases (window_points = 0); cursor starts as the offsets of the keys. Block b takes window
+// b / ⌈n/blockDim⌉, so the blocks in flight write into one window's entries (n words, 64 MB
+// at 2^24, not all windows' 14 times that) and their partial writes meet in the L2 cache
+// rather than in DRAM.
+__device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t window_points,
+                                            uint32_t* cursor, uint32_t* entries)
 {
     const uint32_t per_window = (n + blockDim.x - 1) / blockDim.x;
     const uint32_t w = blockIdx.x / per_window;
@@ -88,7 +92,7 @@ __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, 
         return;
     const uint32_t word = digits[(size_t)w * n + i];
     if (word != NO_DIGIT)
-        entries[atomicAdd(&cursor[word & 0x7fffffff], 1)] = i | (word & 0x80000000);
+        entries[atomicAdd(&cursor[word & 0x7fffffff], 1)] = (w * window_points + i) | (word & 0x80000000);
 }
 
 // *max_out = max(*max_out, max of v[0..len)); *max_out starts at zero.

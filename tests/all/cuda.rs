@@ -7,7 +7,8 @@ use bellperson::groth16 as bp;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use pinprove::backend::cuda::DeviceReport;
-use pinprove::backend::cuda::{window_bits, CudaDevice, KeyPlacement, Transform};
+use pinprove::backend::cuda::{window_bits, BasesLayout, CudaBackend, CudaDevice, KeyPlacement};
+use pinprove::backend::cuda::{G1Bases, G2Bases, Transform};
 use pinprove::backend::{Backend, CpuBackend};
 use pinprove::domain::Domain;
 use pinprove::groth16::{prepare_verifying_key, verify_proof};
@@ -68,21 +69,65 @@ fn scalars(kind: Scalars, n: usize, seed: u64) -> Vec<Scalar> {
     }
 }
 
-/// Runs every MSM case on G1 or G2, collecting the failures.
-fn msm_cases<G: CpuMsm + std::fmt::Debug>(
+/// A group whose MSMs the device runs.
+trait DeviceMsm: CpuMsm + std::fmt::Debug {
+    type Bases;
+    fn upload(gpu: &mut CudaBackend, bases: &[Self::Affine], layout: BasesLayout) -> pinprove::Result<Self::Bases>;
+    fn msm(gpu: &mut CudaBackend, bases: &Self::Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self>;
+}
+
+impl DeviceMsm for G1Projective {
+    type Bases = G1Bases;
+    fn upload(gpu: &mut CudaBackend, bases: &[G1Affine], layout: BasesLayout) -> pinprove::Result<G1Bases> {
+        gpu.upload_g1_bases(bases, layout)
+    }
+    fn msm(gpu: &mut CudaBackend, bases: &G1Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self> {
+        gpu.msm_g1(bases, s, window).map(|(p, _)| p)
+    }
+}
+
+impl DeviceMsm for G2Projective {
+    type Bases = G2Bases;
+    fn upload(gpu: &mut CudaBackend, bases: &[G2Affine], layout: BasesLayout) -> pinprove::Result<G2Bases> {
+        gpu.upload_g2_bases(bases, layout)
+    }
+    fn msm(gpu: &mut CudaBackend, bases: &G2Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self> {
+        gpu.msm_g2(bases, s, window).map(|(p, _)| p)
+    }
+}
+
+/// Runs every MSM case of G1 or G2 over plain bases and over shifted ones, collecting the
+/// failures. A case without a window runs over all of `bases` (shifted for the pipeline's
+/// choice); a case with one over its first n bases, shifted for that window.
+fn msm_cases<G: DeviceMsm>(
+    gpu: &mut CudaBackend,
     cases: &[(usize, Scalars, Option<u32>)],
     bases: &[G::Affine],
-    mut gpu: impl FnMut(&[Scalar], Option<u32>) -> pinprove::Result<G>,
 ) -> Vec<String> {
     let mut failures = Vec::new();
+    let plain = G::upload(gpu, bases, BasesLayout::Plain).unwrap();
+    let shifted = G::upload(gpu, bases, BasesLayout::Shifted { window: None }).unwrap();
     for (i, &(n, kind, window)) in cases.iter().enumerate() {
         let s = scalars(kind, n, i as u64);
         let expected = msm::<G>(&bases[..n], &s);
-        match gpu(&s, window) {
-            Ok(got) if got == expected => {}
-            Ok(_) => failures.push(format!("n = {n}, {kind:?}, window {window:?}: differs from the CPU")),
-            Err(e) => failures.push(format!("n = {n}, {kind:?}, window {window:?}: {e}")),
-        }
+        let case = format!("n = {n}, {kind:?}, window {window:?}");
+        let verdict = |got: pinprove::Result<G>| match got {
+            Ok(got) if got == expected => None,
+            Ok(_) => Some("differs from the CPU".to_string()),
+            Err(e) => Some(e.to_string()),
+        };
+        let plain = match (window, G::msm(gpu, &plain, &s, window)) {
+            (Some(22..), Err(Error::Shape { .. })) => None, // plain bases refuse windows over 21 bits
+            (Some(c @ 22..), got) => Some(format!("a window of {c} bits not refused: {:?}", got.map(|_| ()))),
+            (_, got) => verdict(got),
+        };
+        failures.extend(plain.map(|f| format!("plain: {case}: {f}")));
+        let got = match window {
+            None => G::msm(gpu, &shifted, &s, None),
+            Some(c) => G::upload(gpu, &bases[..n], BasesLayout::Shifted { window: Some(c) })
+                .and_then(|own| G::msm(gpu, &own, &s, None)),
+        };
+        failures.extend(verdict(got).map(|f| format!("shifted: {case}: {f}")));
     }
     failures
 }
@@ -101,18 +146,15 @@ fn check_msm_cases(g1_cases: &[(usize, Scalars, Option<u32>)], g2_cases: &[(usiz
     let mut gpu = device.bare_backend().unwrap();
     let largest = |cases: &[(usize, Scalars, Option<u32>)]| cases.iter().map(|c| c.0).max().unwrap_or(0);
     let g1_bases: Vec<G1Affine> = with_edges(g1_points(largest(g1_cases), 1));
-    let device_bases = gpu.upload_g1_bases(&g1_bases).unwrap();
-    let mut failures =
-        msm_cases::<G1Projective>(g1_cases, &g1_bases, |s, w| gpu.msm_g1(&device_bases, s, w).map(|(p, _)| p));
-    drop(device_bases);
+    let mut failures = msm_cases::<G1Projective>(&mut gpu, g1_cases, &g1_bases);
     let g2_bases: Vec<G2Affine> = with_edges(g2_points(largest(g2_cases), 2));
-    let device_bases = gpu.upload_g2_bases(&g2_bases).unwrap();
-    failures.extend(
-        msm_cases::<G2Projective>(g2_cases, &g2_bases, |s, w| gpu.msm_g2(&device_bases, s, w).map(|(p, _)| p))
-            .into_iter()
-            .map(|f| format!("G2: {f}")),
+    failures.extend(msm_cases::<G2Projective>(&mut gpu, g2_cases, &g2_bases).into_iter().map(|f| format!("G2: {f}")));
+    println!(
+        "msm cases (each plain and shifted): G1 {}, G2 {}, failed {}",
+        g1_cases.len(),
+        g2_cases.len(),
+        failures.len()
     );
-    println!("msm cases: G1 {}, G2 {}, failed {}", g1_cases.len(), g2_cases.len(), failures.len());
     assert!(failures.is_empty(), "{} MSM cases failed:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -130,6 +172,9 @@ fn gpu_msm_equals_cpu_msm_up_to_2_12_every_window() {
         g2.extend(KINDS.iter().map(|&k| (n, k, None)));
     }
     g2.extend([2, 5, 9, 13, 16, 21].map(|c| (1 << 10, Scalars::Edges, Some(c))));
+    // Windows of 22..=24 bits: shifted bases take them, plain ones refuse them.
+    g1.extend((22..=24).map(|c| (1 << 10, Scalars::Edges, Some(c))));
+    g2.push((1 << 10, Scalars::Edges, Some(24)));
     check_msm_cases(&g1, &g2);
 }
 
@@ -151,6 +196,7 @@ fn gpu_msm_equals_cpu_msm_from_2_13_to_2_22() {
     let mut g2: Vec<(usize, Scalars, Option<u32>)> =
         (14..=20).step_by(2).map(|lg| (1 << lg, Scalars::Random, None)).collect();
     g2.extend(KINDS[1..].iter().map(|&k| (1 << 18, k, None)));
+    g1.extend((22..=24).map(|c| (1 << 14, Scalars::Random, Some(c))));
     check_msm_cases(&g1, &g2);
 }
 
@@ -301,23 +347,30 @@ fn proofs_on(
 
 #[test]
 #[ignore = "needs a CUDA device"]
-fn a_key_over_the_memory_limit_is_streamed_and_proves_bit_for_bit() {
+fn keys_shifted_resident_or_streamed_prove_bit_for_bit() {
     let key = key(16);
     let device = CudaDevice::open(0).unwrap();
-    let (resident, report) = proofs_on(&device, &key, 4).unwrap();
-    assert_eq!(report.key_placement, KeyPlacement::Resident);
-    // Room for everything but half the key: the bases must be streamed.
-    let limit = report.backend_bytes - report.key_bytes / 2;
+    let (shifted, report) = proofs_on(&device, &key, 4).unwrap();
+    assert_eq!(report.key_placement, KeyPlacement::Shifted);
+    assert!(report.shifted_bytes > 10 * report.key_bytes, "{report:?}");
+    // Room for everything but half the shifted copies: the bases alone.
+    let limit = report.backend_bytes - report.shifted_bytes / 2;
+    let (resident, plain) = proofs_on(&device.clone().with_memory_limit(limit), &key, 4).unwrap();
+    assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
+    assert!(plain.backend_bytes <= limit && plain.shifted_bytes == 0, "{plain:?}, limit {limit}");
+    // Room for everything but half the bases: they must be streamed.
+    let limit = plain.backend_bytes - plain.key_bytes / 2;
     let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(limit), &key, 4).unwrap();
     let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
     assert!(chunk < key.domain_size() && limited.backend_bytes <= limit, "{limited:?}, limit {limit}");
-    println!("resident {report:?}\nstreamed {limited:?}");
+    println!("shifted {report:?}\nresident {plain:?}\nstreamed {limited:?}");
     let cpu = Prover::new(key.clone(), Config::default()).unwrap();
     let on_cpu = cpu
         .prove_with_randomness((0..4).map(|i| (chain(16, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect())
         .unwrap();
-    for (i, ((r, s), c)) in resident.iter().zip(&streamed).zip(on_cpu).enumerate() {
+    for (i, (((h, r), s), c)) in shifted.iter().zip(&resident).zip(&streamed).zip(on_cpu).enumerate() {
         let c = c.unwrap();
+        assert_eq!(h, &c, "job {i}: the shifted key's proof differs from the CPU's");
         assert_eq!(r, &c, "job {i}: the resident key's proof differs from the CPU's");
         assert_eq!(s, &c, "job {i}: the streamed key's proof differs from the CPU's");
     }
@@ -343,7 +396,7 @@ fn device_out_of_memory_is_typed_loses_nothing_and_the_device_stays_usable() {
     for (i, p) in proofs.iter().enumerate() {
         assert!(verify_proof(&pvk, p, &chain(16, i as u64).public_inputs()).unwrap());
     }
-    assert_eq!(report.key_placement, KeyPlacement::Resident);
+    assert_eq!(report.key_placement, KeyPlacement::Shifted);
 }
 
 #[test]

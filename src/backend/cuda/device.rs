@@ -23,11 +23,15 @@ pub struct DeviceReport {
     pub key_bytes: usize,
     /// Where the backend keeps them.
     pub key_placement: KeyPlacement,
-    /// Wall time of uploading them (from pinned staging chunks) or, streamed, of pinning
-    /// their host copy.
+    /// Bytes of the bases and their shifted copies on the device (placement
+    /// [`Shifted`](KeyPlacement::Shifted); otherwise zero).
+    pub shifted_bytes: usize,
+    /// Wall time of uploading them (from pinned staging chunks) and making their shifted
+    /// copies or, streamed, of pinning their host copy.
     pub key_upload: Duration,
     /// Device memory the backend holds: the partition buffers, the MSM scratch and the
-    /// resident bases or the chunks streamed ones go through.
+    /// bases on the device (with their shifted copies) or the chunks streamed ones go
+    /// through.
     pub backend_bytes: usize,
     /// Device memory in use once the backend is made (all of it, other processes' included).
     pub memory_used: usize,
@@ -70,8 +74,9 @@ impl CudaDevice {
     }
 
     /// This device with at most `bytes` of its memory for each backend made from it (the
-    /// device is shared with other work, or to try streamed keys): a key whose bases do not
-    /// fit beside a partition's buffers is [streamed](KeyPlacement::Streamed), and a backend
+    /// device is shared with other work, or to try other placements): a key whose shifted
+    /// bases do not fit beside a partition's buffers is [resident](KeyPlacement::Resident),
+    /// one whose bases do not fit is [streamed](KeyPlacement::Streamed), and a backend
     /// whose partition buffers alone do not fit is refused with
     /// [`Error::DeviceOutOfMemory`].
     pub fn with_memory_limit(mut self, bytes: usize) -> Self {

@@ -1,24 +1,31 @@
-//! The proving key's bases as a backend holds them: resident on the device when they fit
-//! beside a partition's buffers and the MSM scratch, otherwise in page-locked host memory,
-//! streamed through two device chunks per group (see [`KeyPlacement`]).
+//! The proving key's bases as a backend holds them: on the device with their shifted copies,
+//! or on the device as they are, when they fit beside a partition's buffers and the MSM
+//! scratch, otherwise in page-locked host memory, streamed through two device chunks per
+//! group (see [`KeyPlacement`]).
 
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G2Affine};
 use cust::stream::Stream;
 
-use super::ffi::{upload, DeviceVec, HostElem, HostPinned, Staging};
+use super::ffi::{from_cust, upload, windows_for, DeviceVec, Group, HostElem, HostPinned, MsmKernels, Staging, G1, G2};
+use super::msm::shifted_window_bits;
 use crate::error::Result;
 use crate::groth16::ProvingKey;
 
 /// Where a backend keeps the proving key's bases, decided when the backend is made
-/// ([`CudaDevice::backend`](super::CudaDevice::backend)): resident when the bases, a
-/// partition's buffers and the MSM scratch for whole MSMs all fit in the device memory (or in
-/// [`CudaDevice::with_memory_limit`](super::CudaDevice::with_memory_limit)); otherwise
-/// streamed, in the largest power-of-two chunk whose two buffers and scratch fit. The proofs
-/// are the same either way, bit for bit.
+/// ([`CudaDevice::backend`](super::CudaDevice::backend)), the first that fits in the device
+/// memory (or in [`CudaDevice::with_memory_limit`](super::CudaDevice::with_memory_limit))
+/// beside a partition's buffers and the MSM scratch: shifted, resident, or streamed in the
+/// largest power-of-two chunk whose two buffers and scratch fit. The proofs are the same
+/// either way, bit for bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KeyPlacement {
+    /// Every base on the device with its shifted copies, 2^(offset of window w)·P for each
+    /// window w of the MSM's plan (`cuda/msm/shift.cuh`), made on the device once: the
+    /// windows then share one set of buckets, so the MSMs take wider windows and fewer of
+    /// them ([`shifted_window_bits`](super::shifted_window_bits): 12 copies at 2^24 points).
+    Shifted,
     /// Every base on the device, uploaded once and read by every partition.
     #[default]
     Resident,
@@ -30,11 +37,53 @@ pub enum KeyPlacement {
     },
 }
 
+/// One MSM's bases on the device: as the key holds them, or followed by their shifted copies
+/// for plans of `shifted` window bits.
+#[derive(Debug)]
+pub(crate) struct DeviceBases<T: HostElem> {
+    /// The bases, then (shifted) copy w of them for each further window w.
+    pub(crate) points: DeviceVec<T>,
+    /// Bases, the points of one copy.
+    pub(crate) n: usize,
+    /// The window bits of the plans the copies serve; `None`: plain bases.
+    pub(crate) shifted: Option<u32>,
+}
+
+impl<T: HostElem> DeviceBases<T> {
+    /// Uploads `host` (pageable: through the pinned staging chunks, whose copy overlaps the
+    /// DMA) and, for `shifted` window bits, makes the copies; the stream is synchronised.
+    pub(crate) fn upload<G: Group<Affine = T>>(
+        host: &[T],
+        shifted: Option<u32>,
+        kernels: &MsmKernels,
+        stream: &Stream,
+        staging: &Staging,
+    ) -> Result<Self> {
+        let n = host.len();
+        let points = DeviceVec::new(n * shifted.map_or(1, windows_for))?;
+        upload(stream, staging, host, false, &points)?.wait()?;
+        if let Some(c) = shifted {
+            kernels.shift::<G>(stream, &points, n, c)?;
+            stream.synchronize().map_err(from_cust)?;
+        }
+        Ok(DeviceBases { points, n, shifted })
+    }
+
+    /// The window bits and the shifted copies' points (`None` for plain bases) of a plan of
+    /// `n` scalars over these bases.
+    pub(crate) fn plan_for(&self, n: usize) -> (u32, Option<usize>) {
+        match self.shifted {
+            Some(c) => (c, Some(self.n)),
+            None => (super::window_bits(n), None),
+        }
+    }
+}
+
 /// One MSM's bases, as the kernels reach them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Bases<'a, T: HostElem> {
     /// On the device.
-    Resident(&'a DeviceVec<T>),
+    Resident(&'a DeviceBases<T>),
     /// In pinned host memory, copied through the two `slots` chunk by chunk.
     Streamed { host: &'a [T], slots: &'a [DeviceVec<T>; 2] },
 }
@@ -43,8 +92,8 @@ pub(crate) enum Bases<'a, T: HostElem> {
 #[derive(Debug)]
 pub(crate) enum DeviceKey {
     Resident {
-        g1: [DeviceVec<G1Affine>; 4],
-        b_g2: DeviceVec<G2Affine>,
+        g1: [DeviceBases<G1Affine>; 4],
+        b_g2: DeviceBases<G2Affine>,
         upload: Duration,
     },
     Streamed {
@@ -57,16 +106,23 @@ pub(crate) enum DeviceKey {
 }
 
 impl DeviceKey {
-    /// Uploads `key`'s bases (the stream is synchronised before this returns).
-    pub(crate) fn resident(key: &ProvingKey, stream: &Stream, staging: &Staging) -> Result<Self> {
+    /// Uploads `key`'s bases, and when `shifted` makes their copies for the MSMs of
+    /// `msm_lengths` (H, L, A, B) scalars (the stream is synchronised before this returns).
+    pub(crate) fn resident(
+        key: &ProvingKey,
+        msm_lengths: [usize; 4],
+        shifted: bool,
+        kernels: &MsmKernels,
+        stream: &Stream,
+        staging: &Staging,
+    ) -> Result<Self> {
         let start = Instant::now();
-        let g1 = [
-            copy(&key.h, stream, staging)?,
-            copy(&key.l, stream, staging)?,
-            copy(&key.a, stream, staging)?,
-            copy(&key.b_g1, stream, staging)?,
-        ];
-        let b_g2 = copy(&key.b_g2, stream, staging)?;
+        let c = |n: usize| shifted.then(|| shifted_window_bits(n));
+        let [h, l, a, b] = msm_lengths;
+        let g1 = |host: &[G1Affine], n| DeviceBases::upload::<G1>(host, c(n), kernels, stream, staging);
+        let g1 = [g1(&key.h, h)?, g1(&key.l, l)?, g1(&key.a, a)?, g1(&key.b_g1, b)?];
+        // The B scalars' plan serves G1 and G2 alike: the same window bits.
+        let b_g2 = DeviceBases::upload::<G2>(&key.b_g2, c(b), kernels, stream, staging)?;
         Ok(DeviceKey::Resident { g1, b_g2, upload: start.elapsed() })
     }
 
@@ -107,12 +163,14 @@ impl DeviceKey {
 
     pub(crate) fn placement(&self) -> KeyPlacement {
         match self {
+            DeviceKey::Resident { g1, .. } if g1[0].shifted.is_some() => KeyPlacement::Shifted,
             DeviceKey::Resident { .. } => KeyPlacement::Resident,
             DeviceKey::Streamed { g1_slots, .. } => KeyPlacement::Streamed { chunk: g1_slots[0].len() },
         }
     }
 
-    /// Wall time of uploading the bases, or of pinning their host copy.
+    /// Wall time of uploading the bases (and making their shifted copies), or of pinning
+    /// their host copy.
     pub(crate) fn setup_time(&self) -> Duration {
         match self {
             DeviceKey::Resident { upload, .. } => *upload,
@@ -121,15 +179,11 @@ impl DeviceKey {
     }
 }
 
-/// Bytes of `key`'s bases.
-pub(crate) fn key_bytes(key: &ProvingKey) -> usize {
-    [&key.h, &key.l, &key.a, &key.b_g1].iter().map(|q| std::mem::size_of_val(q.as_slice())).sum::<usize>()
-        + std::mem::size_of_val(key.b_g2.as_slice())
-}
-
-fn copy<T: HostElem>(host: &[T], stream: &Stream, staging: &Staging) -> Result<DeviceVec<T>> {
-    let device = DeviceVec::new(host.len())?;
-    // The key's vectors are pageable: through the pinned chunks, whose copy overlaps the DMA.
-    upload(stream, staging, host, false, &device)?.wait()?;
-    Ok(device)
+/// Bytes of `key`'s bases, and with `shifted` their copies for MSMs of `msm_lengths` (H, L,
+/// A, B) scalars.
+pub(crate) fn key_bytes(key: &ProvingKey, msm_lengths: [usize; 4], shifted: bool) -> usize {
+    let copies = |n: usize| if shifted { windows_for(shifted_window_bits(n)) } else { 1 };
+    let bases = [&key.h, &key.l, &key.a, &key.b_g1];
+    let g1: usize = bases.iter().zip(msm_lengths).map(|(q, n)| copies(n) * std::mem::size_of_val(q.as_slice())).sum();
+    g1 + copies(msm_lengths[3]) * std::mem::size_of_val(key.b_g2.as_slice())
 }

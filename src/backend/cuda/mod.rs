@@ -34,7 +34,7 @@ mod ntt;
 pub use device::{CudaDevice, DeviceReport};
 pub use ffi::PinnedAllocator;
 pub use key::KeyPlacement;
-pub use msm::window_bits;
+pub use msm::{shifted_window_bits, window_bits};
 pub use ntt::Transform;
 
 use std::sync::Arc;
@@ -52,7 +52,7 @@ use self::ffi::{
     Plan, Staging,
 };
 use self::ffi::{Group, G1, G2};
-use self::key::{key_bytes, Bases, DeviceKey};
+use self::key::{key_bytes, Bases, DeviceBases, DeviceKey};
 use self::msm::combine;
 use self::ntt::DeviceDomain;
 use super::Backend;
@@ -62,14 +62,28 @@ use crate::groth16::ProvingKey;
 use crate::synth::Witness;
 use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
 
-/// G1 bases of an MSM on the device, for [`CudaBackend::msm_g1`] (the proving key's own are
-/// uploaded by [`CudaDevice::backend`]).
+/// G1 bases of an MSM on the device, plain or with shifted copies, for
+/// [`CudaBackend::msm_g1`] (the proving key's own are uploaded by [`CudaDevice::backend`]).
 #[derive(Debug)]
-pub struct G1Bases(DeviceVec<G1Affine>);
+pub struct G1Bases(DeviceBases<G1Affine>);
 
-/// G2 bases on the device, for [`CudaBackend::msm_g2`].
+/// G2 bases on the device, plain or with shifted copies, for [`CudaBackend::msm_g2`].
 #[derive(Debug)]
-pub struct G2Bases(DeviceVec<G2Affine>);
+pub struct G2Bases(DeviceBases<G2Affine>);
+
+/// How [`CudaBackend::upload_g1_bases`] and `upload_g2_bases` lay bases out on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BasesLayout {
+    /// As they are: an MSM sums a set of buckets a window.
+    Plain,
+    /// Followed by their shifted copies for MSMs of `window` bits (`None`: the pipeline's
+    /// choice for as many scalars as bases, [`shifted_window_bits`]), as
+    /// [`KeyPlacement::Shifted`] holds a key's.
+    Shifted {
+        /// Bits per window, 2..=24.
+        window: Option<u32>,
+    },
+}
 
 /// Device times of one MSM run alone (from [`CudaBackend::msm_g1`] and `msm_g2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,14 +153,15 @@ struct Budget {
 }
 
 impl Budget {
-    /// Whether `more` bytes fit beside what the backend holds.
+    /// Whether `more` bytes fit beside what the backend holds: in the device's free memory,
+    /// and within the limit.
     ///
     /// # Errors
-    /// [`Error::DeviceOutOfMemory`] when they exceed the limit.
+    /// [`Error::DeviceOutOfMemory`] when they do not.
     fn check(&self, more: usize) -> Result<()> {
-        let Some(limit) = self.limit else { return Ok(()) };
-        let held = self.free_at_start.saturating_sub(memory_info()?.0);
-        if held + more > limit {
+        let free = memory_info()?.0;
+        let held = self.free_at_start.saturating_sub(free);
+        if more > free || self.limit.is_some_and(|limit| held + more > limit) {
             return Err(Error::DeviceOutOfMemory { requested: held + more });
         }
         Ok(())
@@ -191,7 +206,9 @@ impl CudaBackend {
             let (free, total) = memory_info()?;
             let mut report = device.report.lock();
             let held = backend.key.as_ref().expect("just placed");
-            report.key_bytes = key_bytes(key);
+            let shifted = held.placement() == KeyPlacement::Shifted;
+            report.key_bytes = key_bytes(key, g1_msm_lengths(key), false);
+            report.shifted_bytes = if shifted { key_bytes(key, g1_msm_lengths(key), true) } else { 0 };
             report.key_placement = held.placement();
             report.key_upload = held.setup_time();
             report.backend_bytes = backend.budget.free_at_start.saturating_sub(free);
@@ -211,11 +228,15 @@ impl CudaBackend {
             b: DeviceVec::new(key.b_g1.len())?,
         });
         self.budget.check(0)?;
-        let resident = self.reserve_scratch(key, None).and_then(|()| {
-            self.budget.check(key_bytes(key))?;
-            DeviceKey::resident(key, &self.stream, &self.staging)
-        });
-        let held = match resident {
+        let held = match self.resident_key(key, true) {
+            Err(e @ Error::DeviceOutOfMemory { .. }) => {
+                log::info!("the key's shifted bases and their scratch do not fit ({e}): the bases alone");
+                self.scratch = MsmScratch::default(); // free the shifted plans' room
+                self.resident_key(key, false)
+            }
+            held => held,
+        };
+        let held = match held {
             Ok(held) => held,
             Err(e @ Error::DeviceOutOfMemory { .. }) => {
                 log::info!("the key's bases and whole-MSM scratch do not fit ({e}): streaming the bases");
@@ -227,6 +248,15 @@ impl CudaBackend {
         self.stream.synchronize().map_err(from_cust)
     }
 
+    /// The key's bases on the device, `shifted` or not, with scratch for whole MSMs.
+    fn resident_key(&mut self, key: &ProvingKey, shifted: bool) -> Result<DeviceKey> {
+        let lengths = g1_msm_lengths(key);
+        let placement = if shifted { KeyPlacement::Shifted } else { KeyPlacement::Resident };
+        self.reserve_scratch(key, placement)?;
+        self.budget.check(key_bytes(key, lengths, shifted))?;
+        DeviceKey::resident(key, lengths, shifted, &self.msm, &self.stream, &self.staging)
+    }
+
     /// Streamed bases in the largest power-of-two chunk (at least MIN_CHUNK) whose buffers
     /// and scratch fit.
     fn stream_key(&mut self, key: &ProvingKey) -> Result<DeviceKey> {
@@ -236,7 +266,7 @@ impl CudaBackend {
             self.scratch = MsmScratch::default(); // free the last try's
             let budget = self.budget;
             let attempt = self
-                .reserve_scratch(key, Some(chunk))
+                .reserve_scratch(key, KeyPlacement::Streamed { chunk })
                 .and_then(|()| DeviceKey::streamed(key, chunk, || budget.check(0)));
             match attempt {
                 Err(Error::DeviceOutOfMemory { .. }) if chunk > MIN_CHUNK => chunk /= 2,
@@ -245,14 +275,20 @@ impl CudaBackend {
         }
     }
 
-    /// MSM scratch for every MSM of `key`, whole or (`chunk`) in chunks of that many points.
-    fn reserve_scratch(&mut self, key: &ProvingKey, chunk: Option<usize>) -> Result<()> {
-        let n = |len: usize| chunk.map_or(len, |chunk| chunk.min(len));
-        for len in g1_msm_lengths(key) {
-            self.scratch.reserve::<G1>(n(len), window_bits(n(len)))?;
+    /// MSM scratch for every MSM of `key` with its bases placed so.
+    fn reserve_scratch(&mut self, key: &ProvingKey, placement: KeyPlacement) -> Result<()> {
+        let shifted = placement == KeyPlacement::Shifted;
+        let chunk = match placement {
+            KeyPlacement::Streamed { chunk } => chunk,
+            _ => usize::MAX,
+        };
+        let c = |len: usize| if shifted { shifted_window_bits(len) } else { window_bits(len) };
+        let lengths = g1_msm_lengths(key).map(|len| len.min(chunk));
+        for n in lengths {
+            self.scratch.reserve::<G1>(n, c(n), shifted)?;
         }
-        let b = n(key.b_g2.len());
-        self.scratch.reserve::<G2>(b, window_bits(b))?;
+        let b = lengths[3]; // the B scalars, for G2 too
+        self.scratch.reserve::<G2>(b, c(b), shifted)?;
         self.budget.check(0)
     }
 
@@ -316,34 +352,43 @@ impl CudaBackend {
         download(stream, staging, &d.abc[0], dst, false)?.wait()
     }
 
-    /// Uploads G1 bases for [`msm_g1`](Self::msm_g1).
+    /// Uploads G1 bases for [`msm_g1`](Self::msm_g1), laid out as `layout` says.
     ///
     /// # Errors
-    /// [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
-    pub fn upload_g1_bases(&mut self, bases: &[G1Affine]) -> Result<G1Bases> {
-        self.upload_bases(bases).map(G1Bases)
+    /// [`Error::Shape`] if a shifted window is not in 2..=24; [`Error::DeviceOutOfMemory`],
+    /// [`Error::Cuda`].
+    pub fn upload_g1_bases(&mut self, bases: &[G1Affine], layout: BasesLayout) -> Result<G1Bases> {
+        self.upload_bases::<G1>(bases, layout).map(G1Bases)
     }
 
-    /// Uploads G2 bases for [`msm_g2`](Self::msm_g2).
+    /// Uploads G2 bases for [`msm_g2`](Self::msm_g2); as [`upload_g1_bases`](Self::upload_g1_bases).
     ///
     /// # Errors
-    /// [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
-    pub fn upload_g2_bases(&mut self, bases: &[G2Affine]) -> Result<G2Bases> {
-        self.upload_bases(bases).map(G2Bases)
+    /// As [`upload_g1_bases`](Self::upload_g1_bases).
+    pub fn upload_g2_bases(&mut self, bases: &[G2Affine], layout: BasesLayout) -> Result<G2Bases> {
+        self.upload_bases::<G2>(bases, layout).map(G2Bases)
     }
 
-    fn upload_bases<T: ffi::HostElem>(&mut self, bases: &[T]) -> Result<DeviceVec<T>> {
-        let device = DeviceVec::new(bases.len())?;
-        upload(&self.stream, &self.staging, bases, false, &device)?.wait()?;
-        Ok(device)
+    fn upload_bases<G: Group>(&mut self, bases: &[G::Affine], layout: BasesLayout) -> Result<DeviceBases<G::Affine>> {
+        let choice = shifted_window_bits(bases.len());
+        let shifted = match layout {
+            BasesLayout::Plain => None,
+            BasesLayout::Shifted { window } => Some(window.unwrap_or(choice)),
+        };
+        if let Some(c) = shifted {
+            check_window(c, true, choice)?;
+        }
+        DeviceBases::upload::<G>(bases, shifted, &self.msm, &self.stream, &self.staging)
     }
 
     /// Σ scalarsᵢ·basesᵢ in G1 on the device, with `window` bits per window (`None`: the
-    /// pipeline's choice, [`window_bits`]), and its device times.
+    /// pipeline's choice, [`window_bits`], or the bits shifted bases were made for), and its
+    /// device times.
     ///
     /// # Errors
-    /// [`Error::Shape`] if there are more scalars than bases or `window` is not in 2..=21;
-    /// [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
+    /// [`Error::Shape`] if there are more scalars than bases, or `window` is not in 2..=21
+    /// (plain bases) or not the bits of shifted ones; [`Error::DeviceOutOfMemory`],
+    /// [`Error::Cuda`].
     pub fn msm_g1(
         &mut self,
         bases: &G1Bases,
@@ -368,23 +413,28 @@ impl CudaBackend {
 
     fn msm_alone<C: Group>(
         &mut self,
-        bases: &DeviceVec<C::Affine>,
+        bases: &DeviceBases<C::Affine>,
         scalars: &[Scalar],
         window: Option<u32>,
     ) -> Result<(C::Projective, MsmRun)> {
         let n = scalars.len();
-        if n > bases.len() {
-            return Err(Error::Shape { what: "MSM scalars (at most the bases)", expected: bases.len(), got: n });
+        if n > bases.n {
+            return Err(Error::Shape { what: "MSM scalars (at most the bases)", expected: bases.n, got: n });
         }
-        let c = window.unwrap_or_else(|| window_bits(n));
-        if !ffi::WINDOW_BITS.contains(&c) {
-            return Err(Error::Shape {
-                what: "MSM window bits (2..=21)",
-                expected: window_bits(n) as usize,
-                got: c as usize,
-            });
+        let (planned, shifted) = bases.plan_for(n);
+        let c = window.unwrap_or(planned);
+        match shifted {
+            Some(_) if c != planned => {
+                return Err(Error::Shape {
+                    what: "MSM window bits (those of the shifted bases)",
+                    expected: planned as usize,
+                    got: c as usize,
+                });
+            }
+            Some(_) => {}
+            None => check_window(c, false, planned)?,
         }
-        self.scratch.reserve::<C>(n, c)?;
+        self.scratch.reserve::<C>(n, c, shifted.is_some())?;
         let device_scalars = DeviceVec::<Scalar>::new(n)?;
         let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
         let Self { msm, stream, copies, staging, events: ev, scratch, .. } = self;
@@ -392,9 +442,9 @@ impl CudaBackend {
         upload(stream, staging, scalars, false, &device_scalars)?.wait()?;
         ev[1].record(stream).map_err(from_cust)?;
         let msms = Msms { kernels: msm, stream, copies, staging, scratch };
-        let plan = msms.plan(&device_scalars, 0..n, c)?;
+        let plan = msms.plan(&device_scalars, 0..n, (c, shifted))?;
         ev[2].record(stream).map_err(from_cust)?;
-        let sum = msms.sum::<C>(&plan, bases, &sums)?;
+        let sum = msms.sum::<C>(&plan, &bases.points, &sums)?;
         ev[3].record(stream).map_err(from_cust)?;
         let run =
             MsmRun { h2d: elapsed(&ev[0], &ev[1])?, plan: elapsed(&ev[1], &ev[2])?, sums: elapsed(&ev[2], &ev[3])? };
@@ -412,11 +462,17 @@ struct Msms<'a> {
 }
 
 impl Msms<'_> {
-    fn plan(&self, scalars: &DeviceVec<Scalar>, range: std::ops::Range<usize>, c: u32) -> Result<Plan> {
-        self.kernels.plan(self.stream, self.scratch, scalars, range, c)
+    /// A plan of `scalars[range]` in windows of (c, shifted) ([`DeviceBases::plan_for`]).
+    fn plan(
+        &self,
+        scalars: &DeviceVec<Scalar>,
+        range: std::ops::Range<usize>,
+        (c, shifted): (u32, Option<usize>),
+    ) -> Result<Plan> {
+        self.kernels.plan(self.stream, self.scratch, scalars, range, c, shifted)
     }
 
-    /// Σ over `plan`'s buckets of `bases` (on the device), via the window sums in `sums`.
+    /// Σ over `plan`'s buckets of `bases` (on the device), via the bucket sets' sums in `sums`.
     fn sum<G: Group>(
         &self,
         plan: &Plan,
@@ -424,13 +480,17 @@ impl Msms<'_> {
         sums: &DeviceVec<G::Projective>,
     ) -> Result<G::Projective> {
         self.kernels.window_sums::<G>(self.stream, self.scratch, plan, bases, sums)?;
-        let mut host = vec![G::Projective::identity(); plan.windows as usize];
+        let mut host = vec![G::Projective::identity(); plan.sets()];
         download(self.stream, self.staging, sums, &mut host, true)?.wait()?;
-        Ok(combine::<G>(&host, plan.c))
+        Ok(match plan.shifted {
+            Some(_) => host[0], // the windows were shifted into one set
+            None => combine::<G>(&host, plan.c),
+        })
     }
 
     /// Σ scalarsᵢ·basesᵢ for i < n. Resident bases take one plan (or `reuse`, the plan of the
-    /// same scalars for another group), which is returned for the next group. Streamed bases
+    /// same scalars for another group, when it fits these bases), which is returned for the
+    /// next group. Streamed bases
     /// go chunk by chunk through their two slots: chunk j+1 is copied while chunk j is
     /// summed, and chunk j+2 into j's slot once j's sums are back on the host.
     fn msm<G: Group>(
@@ -443,11 +503,12 @@ impl Msms<'_> {
     ) -> Result<(G::Projective, Option<Plan>)> {
         let (host, slots) = match bases {
             Bases::Resident(bases) => {
+                let (c, shifted) = bases.plan_for(n);
                 let plan = match reuse {
-                    Some(plan) => plan,
-                    None => self.plan(scalars, 0..n, window_bits(n))?,
+                    Some(plan) if plan.serves(n, c, shifted) => plan,
+                    _ => self.plan(scalars, 0..n, (c, shifted))?,
                 };
-                return Ok((self.sum::<G>(&plan, bases, sums)?, Some(plan)));
+                return Ok((self.sum::<G>(&plan, &bases.points, sums)?, Some(plan)));
             }
             Bases::Streamed { host, slots } => (host, slots),
         };
@@ -466,7 +527,7 @@ impl Msms<'_> {
         let mut total = G::Projective::identity();
         for (j, range) in chunks.iter().enumerate() {
             wait_for(self.stream, copied.pop_front().expect("chunk j was copied"))?;
-            let plan = self.plan(scalars, range.clone(), c)?;
+            let plan = self.plan(scalars, range.clone(), (c, None))?;
             total += self.sum::<G>(&plan, &slots[j % 2], sums)?; // waits: slot j % 2 is free after
             if j + 2 < chunks.len() {
                 copied.push_back(copy(j + 2)?);
@@ -475,6 +536,18 @@ impl Msms<'_> {
         in_flight.into_iter().try_for_each(ffi::InFlight::wait)?;
         Ok((total, None))
     }
+}
+
+/// Whether `c` window bits suit plans over plain or `shifted` bases.
+///
+/// # Errors
+/// [`Error::Shape`] if not, with `choice` as the expected value.
+fn check_window(c: u32, shifted: bool, choice: u32) -> Result<()> {
+    if ffi::window_range(shifted).contains(&c) {
+        return Ok(());
+    }
+    let what = if shifted { "MSM window bits over shifted bases (2..=24)" } else { "MSM window bits (2..=21)" };
+    Err(Error::Shape { what, expected: choice as usize, got: c as usize })
 }
 
 /// Points of the four G1 MSMs of `key`: H (the domain less one), L, A, B.

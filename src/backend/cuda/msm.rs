@@ -12,7 +12,7 @@
 
 use group::Group as _;
 
-use super::ffi::{window_width, Group, WINDOW_BITS};
+use super::ffi::{window_width, Group, SHIFTED_WINDOW_BITS, WINDOW_BITS};
 
 /// Window bits for `n` points: the c that minimises the additions into buckets,
 /// n·⌈256/c⌉, plus the cost of reducing the buckets, about 6 mixed additions a bucket:
@@ -26,6 +26,14 @@ pub fn window_bits(n: usize) -> u32 {
         n * windows + ((6 * windows) << (c - 1))
     };
     WINDOW_BITS.min_by_key(|&c| cost(c)).expect("a nonempty range")
+}
+
+/// Window bits for `n` points over shifted bases, whose windows share one set of buckets:
+/// the c that minimises n·⌈256/c⌉ + 6·2^(c−1) (c = 19 at 2^20, 22 at 2^24). The bases take
+/// ⌈256/c⌉ copies on the device.
+pub fn shifted_window_bits(n: usize) -> u32 {
+    let cost = |c: u32| n * 256usize.div_ceil(c as usize) + (6 << (c - 1));
+    SHIFTED_WINDOW_BITS.min_by_key(|&c| cost(c)).expect("a nonempty range")
 }
 
 /// Σ_w 2^(offset of window w)·sums[w]: the MSM from the window sums of a plan whose widest
@@ -46,5 +54,8 @@ mod tests {
         let cs: Vec<u32> = [0usize, 1, 1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 26].map(window_bits).to_vec();
         assert!(cs.windows(2).all(|w| w[0] <= w[1]), "{cs:?}");
         assert_eq!((cs[0], cs[4], cs[5]), (2, 16, 19), "{cs:?}");
+        let shifted: Vec<u32> = [0usize, 1, 1 << 10, 1 << 20, 1 << 24, 1 << 26].map(shifted_window_bits).to_vec();
+        assert!(shifted.windows(2).all(|w| w[0] <= w[1]), "{shifted:?}");
+        assert_eq!((shifted[3], shifted[4]), (19, 22), "{shifted:?}");
     }
 }

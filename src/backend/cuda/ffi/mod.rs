@@ -7,7 +7,8 @@
 mod msm;
 mod ntt;
 
-pub(crate) use msm::{window_width, Group, MsmKernels, MsmScratch, Plan, G1, G2, WINDOW_BITS};
+pub(crate) use msm::{window_range, window_width, windows_for, Group, MsmKernels, MsmScratch, Plan, G1, G2};
+pub(crate) use msm::{SHIFTED_WINDOW_BITS, WINDOW_BITS};
 pub(crate) use ntt::{NttKernels, PowerTables, Twiddles};
 
 use std::ffi::{c_void, CStr};

@@ -28,11 +28,15 @@ const THREADS: u32 = 256;
 /// scan.cuh).
 const SCAN_THREADS: u32 = 1024;
 const SCAN_TILE: usize = 4096;
+/// Threads per block of the shifted bases' precompute (`SHIFT_THREADS` in shift.cuh).
+const SHIFT_THREADS: u32 = 128;
 /// Bucket segments a window-sum launch aims for: enough threads to fill the device.
 const SEGMENT_THREADS: usize = 1 << 16;
 /// Window bits the kernels take: c ≤ 24 for `window_bits`, and ⌈256/c⌉·2^(c−1) buckets
 /// within two levels of scan tiles (2^24) for c ≤ 21.
 pub(crate) const WINDOW_BITS: std::ops::RangeInclusive<u32> = 2..=21;
+/// Window bits of plans over shifted bases, whose windows share 2^(c−1) buckets: c ≤ 24.
+pub(crate) const SHIFTED_WINDOW_BITS: std::ops::RangeInclusive<u32> = 2..=24;
 
 /// One group's summing kernels and the types they work on.
 pub(crate) trait Group {
@@ -99,6 +103,7 @@ pub(crate) struct SumKernels {
     bucket_segments: Function,
     fold_segments: Function,
     window_sums: Function,
+    shift: Function,
 }
 
 impl SumKernels {
@@ -110,6 +115,7 @@ impl SumKernels {
             bucket_segments: f("bucket_segments")?,
             fold_segments: f("fold_segments")?,
             window_sums: f("window_sums")?,
+            shift: f("shift")?,
         })
     }
 }
@@ -156,7 +162,7 @@ impl<X: DeviceElem> Default for GroupBuffers<X> {
 
 /// Windows of at most c bits: ⌈256/c⌉ of them, so that the last signed digit's carry is
 /// absorbed.
-fn windows_for(c: u32) -> usize {
+pub(crate) fn windows_for(c: u32) -> usize {
     256usize.div_ceil(c as usize)
 }
 
@@ -223,10 +229,12 @@ struct Room {
 }
 
 impl Room {
-    /// The most a plan of `n` points with `c`-bit windows can need.
-    fn for_plan(n: usize, c: u32) -> Room {
-        let windows = windows_for(c);
-        Room { keys: windows << (c - 1), entries: n * windows, levels: levels_for(n, MIN_CHUNK) }
+    /// The most a plan of `n` points with `c`-bit windows can need: a bucket set per window
+    /// (a bucket holds at most n entries), or one set for all (`shifted`; up to n·windows).
+    fn for_plan(n: usize, c: u32, shifted: bool) -> Room {
+        let (windows, keys) = (windows_for(c), 1 << (c - 1));
+        let (sets, fullest) = if shifted { (1, n * windows) } else { (windows, n) };
+        Room { keys: sets * keys, entries: n * windows, levels: levels_for(fullest, MIN_CHUNK) }
     }
 
     fn covers(&self, other: &Room) -> bool {
@@ -258,20 +266,20 @@ pub(crate) struct MsmScratch {
 }
 
 impl MsmScratch {
-    /// Sizes the buffers for plans of up to `n` points with `c`-bit windows, and the sums of
-    /// group `G` over them. Allocating here, before the work, keeps device allocations (which
-    /// synchronise the device) out of the proving loop.
+    /// Sizes the buffers for plans of up to `n` points with `c`-bit windows, over plain or
+    /// `shifted` bases, and the sums of group `G` over them. Allocating here, before the work,
+    /// keeps device allocations (which synchronise the device) out of the proving loop.
     ///
     /// # Errors
     /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory) when the device cannot
     /// hold them.
     ///
     /// # Panics
-    /// If `c` is outside [`WINDOW_BITS`].
-    pub(crate) fn reserve<G: Group>(&mut self, n: usize, c: u32) -> Result<()> {
-        assert!(WINDOW_BITS.contains(&c), "window of {c} bits");
+    /// If `c` is outside [`WINDOW_BITS`] ([`SHIFTED_WINDOW_BITS`] when `shifted`).
+    pub(crate) fn reserve<G: Group>(&mut self, n: usize, c: u32, shifted: bool) -> Result<()> {
+        assert!(window_range(shifted).contains(&c), "window of {c} bits");
         let c = widest_window(c);
-        let need = Room::for_plan(n, c);
+        let need = Room::for_plan(n, c, shifted);
         if !self.room.covers(&need) {
             let room = Room {
                 keys: self.room.keys.max(need.keys),
@@ -299,11 +307,12 @@ impl MsmScratch {
             let written = |l| written_bound(need.entries, need.keys, l);
             (1..=need.levels).filter(|l| l % 2 == parity).map(written).max()
         };
-        let (_, per_window) = segments_for(windows_for(c), c);
+        let sets = if shifted { 1 } else { windows_for(c) };
+        let (_, per_window) = segments_for(sets, c);
         let group = G::buffers_mut(self);
         grow(&mut group.sums[0], bound(1).unwrap_or(1))?;
         grow(&mut group.sums[1], bound(0).unwrap_or(1))?;
-        grow(&mut group.segments, windows_for(c) * per_window)?;
+        grow(&mut group.segments, sets * per_window)?;
         Ok(())
     }
 }
@@ -317,6 +326,9 @@ pub(crate) struct Plan {
     pub(crate) c: u32,
     /// Windows: ⌈256/c⌉, so that the last signed digit's carry is absorbed.
     pub(crate) windows: u32,
+    /// Over shifted bases with this many points a copy: the windows share one set of
+    /// buckets, and window w's entries index copy w. `None`: plain bases, a set a window.
+    pub(crate) shifted: Option<usize>,
     /// Entries: the scalars' nonzero digits, one addition each.
     pub(crate) entries: usize,
     /// Items one thread sums at each level.
@@ -328,9 +340,33 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Buckets of all windows: windows · 2^(c−1).
+    /// Bucket sets, one sum each: one a window, or one for all over shifted bases.
+    pub(crate) fn sets(&self) -> usize {
+        if self.shifted.is_some() {
+            1
+        } else {
+            self.windows as usize
+        }
+    }
+
+    /// Whether this is the plan `plan` would make for `n` scalars, `c`-bit windows and
+    /// `shifted` bases (so another group's MSM over the same scalars can take it).
+    pub(crate) fn serves(&self, n: usize, c: u32, shifted: Option<usize>) -> bool {
+        self.n == n && self.c == widest_window(c) && self.shifted == shifted
+    }
+
+    /// Buckets of all sets: sets · 2^(c−1).
     fn keys(&self) -> usize {
-        (self.windows as usize) << (self.c - 1)
+        self.sets() << (self.c - 1)
+    }
+}
+
+/// The window bits plans over plain or shifted bases take.
+pub(crate) fn window_range(shifted: bool) -> std::ops::RangeInclusive<u32> {
+    if shifted {
+        SHIFTED_WINDOW_BITS
+    } else {
+        WINDOW_BITS
     }
 }
 
@@ -349,12 +385,13 @@ impl MsmKernels {
     }
 
     /// Sorts the nonzero signed digits of `scalars[range]`, in windows of at most c bits, into
-    /// buckets in `scratch`; the buckets then hold indices relative to the range's start.
-    /// Waits once for the stream, to learn the fullest bucket (which sets the levels).
+    /// buckets in `scratch`: a set a window, whose entries index the range (from its start),
+    /// or, over `shifted` bases of that many points a copy, one set whose entries index the
+    /// copies. Waits once for the stream, to learn the fullest bucket (which sets the levels).
     ///
     /// # Panics
-    /// If `range` is not inside `scalars`, or `scratch` was not reserved for `range.len()`
-    /// points and `c`-bit windows.
+    /// If `range` is not inside `scalars`, a copy of shifted bases is shorter than it, or
+    /// `scratch` was not reserved for `range.len()` points and `c`-bit windows.
     pub(crate) fn plan(
         &self,
         stream: &Stream,
@@ -362,16 +399,21 @@ impl MsmKernels {
         scalars: &DeviceVec<Scalar>,
         range: std::ops::Range<usize>,
         c: u32,
+        shifted: Option<usize>,
     ) -> Result<Plan> {
         let n = range.len();
-        assert!(WINDOW_BITS.contains(&c), "window of {c} bits");
+        assert!(window_range(shifted.is_some()).contains(&c), "window of {c} bits");
         let c = widest_window(c);
-        let need = Room::for_plan(n, c);
+        let need = Room::for_plan(n, c, shifted.is_some());
+        let windows = windows_for(c);
         assert!(scalars.len() >= range.end, "{} scalars on the device, {range:?} asked for", scalars.len());
         assert!(scratch.room.covers(&need), "scratch not reserved for {n} points, c = {c}");
         assert!(need.entries <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
+        let window_points = shifted.unwrap_or(0);
+        assert!(shifted.is_none_or(|copy| copy >= n && copy * windows < 1 << 31), "{shifted:?} points a copy");
         let serial = scratch.planned.take().map_or(0, |p| p.serial + 1);
-        let (windows, keys) = (windows_for(c), need.keys);
+        let keys = need.keys;
+        let window_keys = if shifted.is_some() { 0 } else { 1u32 << (c - 1) };
         let (counts, cursor, entries) =
             (reserved(&scratch.counts), reserved(&scratch.cursor), reserved(&scratch.entries));
         let digits = reserved(&scratch.digits);
@@ -385,13 +427,15 @@ impl MsmKernels {
             u32_arg(n),
             Arg::U32(c),
             u32_arg(windows),
+            Arg::U32(window_keys),
             Arg::Ptr(counts.ptr()),
             Arg::Ptr(digits.ptr()),
         ];
-        // SAFETY: (scalars, n, c, windows, counts, digits) as declared. The kernel reads the n
-        // scalars of `range` (inside `scalars`, asserted); its keys w·2^(c−1) + |d| − 1, with
-        // w < windows and |d| ≤ 2^(c−1), stay below `keys` ≤ counts.len() (reserved), and it
-        // writes digits[w·n + i] for w < windows, i < n: below n·windows = need.entries ≤
+        // SAFETY: (scalars, n, c, windows, window_keys, counts, digits) as declared. The kernel
+        // reads the n scalars of `range` (inside `scalars`, asserted); its keys
+        // w·window_keys + |d| − 1, with w < windows and |d| ≤ 2^(c−1), stay below `keys` (a
+        // set a window, or one with window_keys = 0) ≤ counts.len() (reserved), and it writes
+        // digits[w·n + i] for w < windows, i < n: below n·windows = need.entries ≤
         // digits.len() (reserved). windows = ⌈256/c⌉ keeps every window inside the scalar.
         unsafe { launch(self.count, blocks(n, THREADS), THREADS, stream, &count)? };
         let max = [Arg::Ptr(counts.ptr()), u32_arg(keys), Arg::Ptr(fullest.ptr())];
@@ -403,11 +447,18 @@ impl MsmKernels {
         let total = read(stream, &offsets[0], keys)? as usize;
         assert!(total <= entries.len(), "{total} entries for room of {}", entries.len());
         cursor.copy_from(&offsets[0], keys, stream)?;
-        let scatter = [Arg::Ptr(digits.ptr()), u32_arg(n), Arg::Ptr(cursor.ptr()), Arg::Ptr(entries.ptr())];
-        // SAFETY: (digits, n, cursor, entries) as declared. Block b reads digits[w·n + i] for
-        // w = b / ⌈n/THREADS⌉ < windows and i < n, the words count just wrote, so bucket `key`
-        // receives exactly counts[key] entries at offsets[key] + 0..counts[key] (cursor starts
-        // at offsets[key]): all below the total, which fits `entries` (asserted).
+        let scatter = [
+            Arg::Ptr(digits.ptr()),
+            u32_arg(n),
+            u32_arg(window_points),
+            Arg::Ptr(cursor.ptr()),
+            Arg::Ptr(entries.ptr()),
+        ];
+        // SAFETY: (digits, n, window_points, cursor, entries) as declared. Block b reads
+        // digits[w·n + i] for w = b / ⌈n/THREADS⌉ < windows and i < n, the words count just
+        // wrote, so bucket `key` receives exactly counts[key] entries at offsets[key] +
+        // 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
+        // `entries` (asserted). Each is w·window_points + i < 2^31 (asserted), below the sign.
         unsafe { launch(self.scatter, blocks(n, THREADS) * windows as u32, THREADS, stream, &scatter)? };
         let chunk = chunk_for(total);
         let levels = levels_for(fullest, chunk);
@@ -418,7 +469,7 @@ impl MsmKernels {
             // k of two offset arrays of room.keys + 1 ≥ keys + 1 (reserved; levels ≤ room.levels).
             unsafe { launch(self.next_offsets, blocks(keys + 1, THREADS), THREADS, stream, &args)? };
         }
-        let plan = Plan { n, c, windows: windows as u32, entries: total, chunk, levels, serial };
+        let plan = Plan { n, c, windows: windows as u32, shifted, entries: total, chunk, levels, serial };
         scratch.planned.set(Some(plan));
         Ok(plan)
     }
@@ -459,12 +510,13 @@ impl MsmKernels {
         unsafe { launch(self.scan_add, grid, SCAN_THREADS, stream, &add) }
     }
 
-    /// Σ over the planned buckets of `bases`: one Jacobian point per window in `out`
-    /// (Σ_d d·bucket_d of that window), for the host to combine.
+    /// Σ over the planned buckets of `bases`: one Jacobian point per bucket set in `out`
+    /// (Σ_d d·bucket_d of that set), for the host to combine (a set a window), or the MSM
+    /// itself (one set over shifted bases).
     ///
     /// # Panics
     /// If `scratch` no longer holds `plan`'s buckets or was not reserved for group `G`,
-    /// `bases` holds fewer than `plan.n` points or `out` fewer than `plan.windows`.
+    /// `bases` holds fewer points than the plan indexes, or `out` fewer than its sets.
     pub(crate) fn window_sums<G: Group>(
         &self,
         stream: &Stream,
@@ -474,7 +526,8 @@ impl MsmKernels {
         out: &DeviceVec<G::Projective>,
     ) -> Result<()> {
         assert_eq!(scratch.planned.get(), Some(*plan), "the scratch holds another plan's buckets");
-        assert!(bases.len() >= plan.n && out.len() >= plan.windows as usize, "short bases or output");
+        let indexed = plan.shifted.map_or(plan.n, |copy| copy * plan.windows as usize);
+        assert!(bases.len() >= indexed && out.len() >= plan.sets(), "short bases or output");
         let k = G::kernels(self);
         let buffers = G::buffers(scratch);
         let sums = [reserved(&buffers.sums[0]), reserved(&buffers.sums[1])];
@@ -495,7 +548,7 @@ impl MsmKernels {
                     [Arg::Ptr(bases.ptr()), Arg::Ptr(entries.ptr()), tail[0], tail[1], tail[2], tail[3], tail[4]];
                 // SAFETY: (bases, entries, off, keys, items, L, out) as declared. Thread t <
                 // ⌈items/L⌉ sums items [t·L, t·L + L) ∩ [0, items): entries, each a point
-                // index below n ≤ bases.len(); it writes slot t + k for each bucket k those
+                // index below `indexed` ≤ bases.len() (asserted); it writes slot t + k for each bucket k those
                 // items meet, below ⌊items/L⌋ + keys = `written` ≤ out.len() (asserted).
                 unsafe { launch(k.sum_bases, grid, G::THREADS, stream, &args)? };
             } else {
@@ -508,7 +561,7 @@ impl MsmKernels {
         }
         let sums = sums[(plan.levels as usize + 1) % 2];
         let segments = reserved(&buffers.segments);
-        let windows = plan.windows as usize;
+        let windows = plan.sets();
         let (segment, per_window) = segments_for(windows, plan.c);
         assert!(
             windows * per_window <= segments.len(),
@@ -544,6 +597,35 @@ impl MsmKernels {
         // w·per_window and writes out[w] (out holds `windows`, asserted).
         unsafe { launch(k.window_sums, blocks(windows, G::THREADS), G::THREADS, stream, &args) }
     }
+
+    /// Makes the shifted copies of the `n` bases at the start of `table` (shift.cuh): copy w,
+    /// at w·n, is 2^(offset of window w)·P for each base P of copy 0, for plans of `c`-bit
+    /// windows. Enqueued on `stream`.
+    ///
+    /// # Panics
+    /// If `c` is outside [`SHIFTED_WINDOW_BITS`] or `table` holds fewer than one copy a window.
+    pub(crate) fn shift<G: Group>(
+        &self,
+        stream: &Stream,
+        table: &DeviceVec<G::Affine>,
+        n: usize,
+        c: u32,
+    ) -> Result<()> {
+        assert!(SHIFTED_WINDOW_BITS.contains(&c), "window of {c} bits");
+        let c = widest_window(c);
+        let windows = windows_for(c);
+        assert!(table.len() >= n * windows, "{} points for {windows} copies of {n}", table.len());
+        for w in 1..windows {
+            let doublings = window_width(c, windows as u32, w as u32 - 1);
+            let args =
+                [Arg::Ptr(table.ptr_at((w - 1) * n)), u32_arg(n), Arg::U32(doublings), Arg::Ptr(table.ptr_at(w * n))];
+            // SAFETY: (in, n, doublings, out) as declared: thread i < n reads point i of copy
+            // w − 1 and writes point i of copy w, both inside the table (asserted); threads
+            // past n only take part in their block's inversion.
+            unsafe { launch(G::kernels(self).shift, blocks(n, SHIFT_THREADS), SHIFT_THREADS, stream, &args)? };
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -559,6 +641,20 @@ mod tests {
             assert!(wide <= c && widths.iter().all(|&b| b == wide || b == wide - 1), "c = {c}: {widths:?}");
         }
         assert_eq!((widest_window(21), windows_for(21)), (20, 13));
+    }
+
+    #[test]
+    fn shifted_plans_share_one_bucket_set_and_room_for_its_fullest_bucket() {
+        let (plain, shifted) = (Room::for_plan(1 << 20, 19, false), Room::for_plan(1 << 20, 19, true));
+        assert_eq!((plain.keys, shifted.keys, plain.entries, shifted.entries), (14 << 18, 1 << 18, 14 << 20, 14 << 20));
+        // A scalar repeated n times puts every window's digit into one shared bucket.
+        assert_eq!(shifted.levels, levels_for(14 << 20, MIN_CHUNK));
+        assert!(shifted.levels > plain.levels, "{plain:?} {shifted:?}");
+        // The widest shifted windows (24 bits) keep their buckets within two levels of scan tiles.
+        assert!(Room::for_plan(1 << 26, widest_window(24), true).keys <= SCAN_TILE * SCAN_TILE);
+        let plan = Plan { n: 10, c: 19, windows: 14, shifted: Some(16), entries: 0, chunk: 8, levels: 1, serial: 0 };
+        assert!(plan.serves(10, 19, Some(16)) && !plan.serves(10, 19, None) && !plan.serves(10, 18, Some(16)));
+        assert_eq!((plan.sets(), plan.keys()), (1, 1 << 18));
     }
 
     #[test]
