@@ -1,8 +1,8 @@
 //! The CUDA backend measured on its device, each figure beside its reference in one run:
 //! H2D bandwidth from pinned pool buffers against pageable memory, NTT time per size against
-//! the data-movement bound, G1 and G2 MSM times per size (bases resident, random scalars), the
-//! pipeline on the GPU against the CPU backend, and the pacing study (queue depth against busy
-//! time and memory) on the CUDA backend.
+//! the data-movement bound, G1 and G2 MSM times per size (bases resident, plain and shifted,
+//! random scalars), the pipeline on the GPU against the CPU backend, and the pacing study
+//! (queue depth against busy time and memory) on the CUDA backend.
 //!
 //! Flags: `--help` (see `USAGE` below).
 
@@ -15,25 +15,28 @@ use common::flags::Flags;
 use common::timing_key::{g1_points, g2_points};
 use common::{pacing, report, MimcChain};
 use ff::Field;
-use pinprove::backend::cuda::{self, CudaBackend, CudaDevice, MsmRun, Transform};
+use pinprove::backend::cuda::{self, BasesLayout, CudaBackend, CudaDevice, MsmRun, Transform};
 use pinprove::groth16::{generator, prepare_verifying_key};
 use pinprove::{Config, PinnedPool, PinnedVec, PoolConfig, Prover};
 use rayon::prelude::*;
 
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] \\
-    [--max-lg-ntt 26] [--max-lg-msm 24] [--msm-windows 19,20] [--pacing-jobs 0]
+    [--max-lg-ntt 26] [--max-lg-msm 24] [--msm-windows 19,20] [--msm-bases both] [--pacing-jobs 0]
 `--proofs 0` stops after the bandwidth, NTT and MSM sections; `--pacing-jobs 0` skips the
-pacing study; `--msm-windows` times the MSMs at each of these window widths (2..=21) instead
-of the pipeline's choice.";
+pacing study; `--msm-windows` times the MSMs at each of these window widths (2..=21 over plain
+bases, 2..=24 over shifted ones) instead of the pipeline's choice; `--msm-bases` times them
+over `plain` bases, `shifted` ones or `both`.";
 
 /// Device memory bandwidth measured on the H200 (device-to-device copy, bytes read + written).
 const DEVICE_BYTES_PER_S: f64 = 4.3e12;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let flags =
-        Flags::parse(USAGE, &["--lg-m", "--proofs", "--max-lg-ntt", "--max-lg-msm", "--msm-windows", "--pacing-jobs"])?;
+    let flags = Flags::parse(
+        USAGE,
+        &["--lg-m", "--proofs", "--max-lg-ntt", "--max-lg-msm", "--msm-windows", "--msm-bases", "--pacing-jobs"],
+    )?;
     let (lg_m, proofs) = (flags.get("--lg-m", 16u32)?, flags.get("--proofs", 32usize)?);
     let (max_lg_ntt, max_lg_msm) = (flags.get("--max-lg-ntt", 26u32)?, flags.get("--max-lg-msm", 24u32)?);
     let pacing_jobs = flags.get("--pacing-jobs", 0u64)?;
@@ -45,13 +48,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect::<Result<_, _>>()
             .map_err(|e| format!("--msm-windows: {e}"))?,
     };
+    let bases = flags.get("--msm-bases", String::from("both"))?;
+    let layouts = match bases.as_str() {
+        "plain" => &[false][..],
+        "shifted" => &[true],
+        "both" => &[false, true],
+        other => return Err(format!("--msm-bases: plain, shifted or both, not {other}").into()),
+    };
     let device = CudaDevice::open(0)?;
     println!("pinprove gpu_report on {} (device 0)", device.name());
     let mut gpu = device.bare_backend()?;
 
     h2d(&device, &mut gpu)?;
     ntt(&mut gpu, max_lg_ntt)?;
-    msm(&mut gpu, max_lg_msm, &windows)?;
+    msm(&mut gpu, max_lg_msm, &windows, layouts)?;
     drop(gpu);
     if proofs == 0 {
         return Ok(());
@@ -110,45 +120,86 @@ fn ntt(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Err
     Ok(())
 }
 
-/// G1 and G2 MSMs with resident bases and random scalars: median of 3 after a warm-up, split
-/// into the scalars' copy, the bucket sort (plan) and the sums; at each of `windows` (bits),
-/// or at the pipeline's choice when it is empty.
-fn msm(gpu: &mut CudaBackend, max_lg: u32, windows: &[u32]) -> Result<(), Box<dyn std::error::Error>> {
-    println!("\nMSM on the device (median of 3)   window   h2d ms   plan ms   sums ms   total ms   ns/point");
-    let row = |group: &str, lg: u32, c: u32, runs: &mut Vec<MsmRun>| {
-        runs.sort_by_key(|r| r.plan + r.sums);
-        let r = runs[1];
-        let total = r.plan + r.sums;
-        println!(
-            "  {group} 2^{lg:<2}                          {c:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2}",
-            report::ms(r.h2d),
-            report::ms(r.plan),
-            report::ms(r.sums),
-            report::ms(total),
-            total.as_secs_f64() * 1e9 / (1u64 << lg) as f64
-        );
-    };
+/// G1 and G2 MSMs with resident bases, plain or shifted (`layouts`), and random scalars:
+/// median of 3 after a warm-up, split into the scalars' copy, the bucket sort (plan) and the
+/// sums; at each of `windows` (bits), or at the pipeline's choice when it is empty. Shifted
+/// bases are made for each size and window (their setup: upload and copies, wall time).
+fn msm(
+    gpu: &mut CudaBackend,
+    max_lg: u32,
+    windows: &[u32],
+    layouts: &[bool],
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!(
+        "\nMSM on the device (median of 3)   bases    window   h2d ms   plan ms   sums ms   total ms   ns/point   setup s"
+    );
     let n = 1usize << max_lg;
-    let scalars = common::random_scalars(n, 13);
-    type Run<'a> = dyn FnMut(&[Scalar], Option<u32>) -> Result<MsmRun, pinprove::Error> + 'a;
-    let choices: Vec<Option<u32>> =
-        if windows.is_empty() { vec![None] } else { windows.iter().map(|&c| Some(c)).collect() };
-    let sizes = |group: &str, run: &mut Run| {
-        for lg in (20..=max_lg).step_by(2) {
-            for &c in &choices {
-                run(&scalars[..1 << lg], c)?; // warm-up
-                let mut runs = (0..3).map(|_| run(&scalars[..1 << lg], c)).collect::<Result<Vec<_>, _>>()?;
-                row(group, lg, c.unwrap_or_else(|| cuda::window_bits(1 << lg)), &mut runs);
+    let sizes = MsmSizes {
+        max_lg,
+        scalars: common::random_scalars(n, 13),
+        choices: if windows.is_empty() { vec![None] } else { windows.iter().map(|&c| Some(c)).collect() },
+        layouts,
+    };
+    sizes.rows(gpu, "G1", &g1_points(n, 11), |g, b, l| g.upload_g1_bases(b, l), |g, b, s, c| g.msm_g1(b, s, c))?;
+    sizes.rows(gpu, "G2", &g2_points(n, 12), |g, b, l| g.upload_g2_bases(b, l), |g, b, s, c| g.msm_g2(b, s, c))?;
+    Ok(())
+}
+
+/// What the MSM rows are timed on.
+struct MsmSizes<'a> {
+    max_lg: u32,
+    scalars: Vec<Scalar>,
+    choices: Vec<Option<u32>>,
+    layouts: &'a [bool],
+}
+
+/// A group's MSM on the device.
+type DeviceMsm<B, S> = fn(&mut CudaBackend, &B, &[Scalar], Option<u32>) -> pinprove::Result<(S, MsmRun)>;
+
+impl MsmSizes<'_> {
+    /// One group's rows: each layout, size 2^20, 2^22, .. 2^max_lg and window choice.
+    fn rows<P, B, S>(
+        &self,
+        gpu: &mut CudaBackend,
+        group: &str,
+        points: &[P],
+        upload: fn(&mut CudaBackend, &[P], BasesLayout) -> pinprove::Result<B>,
+        msm: DeviceMsm<B, S>,
+    ) -> Result<(), pinprove::Error> {
+        for &shifted in self.layouts {
+            let plain = (!shifted).then(|| upload(gpu, points, BasesLayout::Plain)).transpose()?;
+            for lg in (20..=self.max_lg).step_by(2) {
+                let s = &self.scalars[..1 << lg];
+                for &c in &self.choices {
+                    let start = Instant::now();
+                    let own;
+                    let (bases, window, layout, setup, bits) = match &plain {
+                        Some(plain) => (plain, c, "plain", String::new(), cuda::window_bits(1 << lg)),
+                        None => {
+                            own = upload(gpu, &points[..1 << lg], BasesLayout::Shifted { window: c })?;
+                            let setup = format!("{:>9.2}", start.elapsed().as_secs_f64());
+                            (&own, None, "shifted", setup, cuda::shifted_window_bits(1 << lg))
+                        }
+                    };
+                    msm(gpu, bases, s, window)?; // warm-up
+                    let mut runs =
+                        (0..3).map(|_| msm(gpu, bases, s, window).map(|r| r.1)).collect::<Result<Vec<_>, _>>()?;
+                    runs.sort_by_key(|r| r.plan + r.sums);
+                    let (r, total) = (runs[1], runs[1].plan + runs[1].sums);
+                    println!(
+                        "  {group} 2^{lg:<2}                 {layout:<8} {:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {setup}",
+                        c.unwrap_or(bits),
+                        report::ms(r.h2d),
+                        report::ms(r.plan),
+                        report::ms(r.sums),
+                        report::ms(total),
+                        total.as_secs_f64() * 1e9 / (1u64 << lg) as f64
+                    );
+                }
             }
         }
-        Ok::<(), pinprove::Error>(())
-    };
-    let bases = gpu.upload_g1_bases(&g1_points(n, 11))?;
-    sizes("G1", &mut |s, c| gpu.msm_g1(&bases, s, c).map(|r| r.1))?;
-    drop(bases);
-    let bases = gpu.upload_g2_bases(&g2_points(n, 12))?;
-    sizes("G2", &mut |s, c| gpu.msm_g2(&bases, s, c).map(|r| r.1))?;
-    Ok(())
+        Ok(())
+    }
 }
 
 /// The same batch through the CUDA backend and the CPU backend, then the pacing study.

@@ -85,13 +85,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let setup = start.elapsed();
     let report = device.report();
     println!(
-        "ours on {}: {} 2^{lg_m}, key {:.2} GB read in {:.2} s ({check:?}), {:?} in {:.2} s; prover ready in {:.2} s \
+        "ours on {}: {} 2^{lg_m}, key {:.2} GB read in {:.2} s ({check:?}), {:?} ({:.2} GB shifted) in {:.2} s; \
+         prover ready in {:.2} s \
          (pool prewarmed: {:.1} GB pinned in {:.2} s); backend holds {:.2} GB; device memory used {:.1} of {:.1} GB",
         report.name,
         shape.name(),
         report.key_bytes as f64 / 1e9,
         load.as_secs_f64(),
         report.key_placement,
+        report.shifted_bytes as f64 / 1e9,
         report.key_upload.as_secs_f64(),
         setup.as_secs_f64(),
         prover.pool().stats().bytes_pinned as f64 / 1e9,
