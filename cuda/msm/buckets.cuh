@@ -8,11 +8,11 @@
 // |digit| ≤ 2^(width−1), and a scalar below 2^255 leaves no carry out of the top window.
 // Digit d ≠ 0 of window w puts the point, negated when d < 0, into bucket key
 // w·2^(c−1) + |d| − 1, or |d| − 1 over shifted bases (shift.cuh), where every window sums
-// into one set of buckets and takes its points from its own copy of the bases; zero digits (zero scalars, and the upper windows of small ones) put
-// it nowhere, so a scalar 1 costs one addition and a scalar 0 none. A counting sort groups
-// the entries by key: count (which keeps the digits), scan (scan.cuh), scatter. Entries are
-// point index | sign << 31; their order inside a bucket does not matter, since the sums are
-// exact.
+// into one set of buckets and takes its points from its own copy of the bases; zero digits
+// (zero scalars, and the upper windows of small ones) put it nowhere, so a scalar 1 costs one
+// addition and a scalar 0 none. A counting sort groups the entries by key: count (which keeps
+// the digits), scan (scan.cuh), scatter. Entries are point index | sign << 31; their order
+// inside a bucket does not matter, since the sums are exact.
 #ifndef PINPROVE_MSM_BUCKETS_CUH
 #define PINPROVE_MSM_BUCKETS_CUH
 
