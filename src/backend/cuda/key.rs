@@ -60,7 +60,7 @@ impl<T: HostElem> DeviceBases<T> {
         staging: &Staging,
     ) -> Result<Self> {
         let n = host.len();
-        let points = DeviceVec::new(n * shifted.map_or(1, windows_for))?;
+        let points = DeviceVec::new(n * copies(shifted))?;
         upload(stream, staging, host, false, &points)?.wait()?;
         if let Some(c) = shifted {
             kernels.shift::<G>(stream, &points, n, c)?;
@@ -117,12 +117,12 @@ impl DeviceKey {
         staging: &Staging,
     ) -> Result<Self> {
         let start = Instant::now();
-        let c = |n: usize| shifted.then(|| shifted_window_bits(n));
+        let shift = |n| shift_for(shifted, n);
         let [h, l, a, b] = msm_lengths;
-        let g1 = |host: &[G1Affine], n| DeviceBases::upload::<G1>(host, c(n), kernels, stream, staging);
+        let g1 = |host: &[G1Affine], n| DeviceBases::upload::<G1>(host, shift(n), kernels, stream, staging);
         let g1 = [g1(&key.h, h)?, g1(&key.l, l)?, g1(&key.a, a)?, g1(&key.b_g1, b)?];
         // The B scalars' plan serves G1 and G2 alike: the same window bits.
-        let b_g2 = DeviceBases::upload::<G2>(&key.b_g2, c(b), kernels, stream, staging)?;
+        let b_g2 = DeviceBases::upload::<G2>(&key.b_g2, shift(b), kernels, stream, staging)?;
         Ok(DeviceKey::Resident { g1, b_g2, upload: start.elapsed() })
     }
 
@@ -180,10 +180,21 @@ impl DeviceKey {
 }
 
 /// Bytes of `key`'s bases, and with `shifted` their copies for MSMs of `msm_lengths` (H, L,
-/// A, B) scalars.
+/// A, B) scalars: what [`DeviceKey::resident`] allocates.
 pub(crate) fn key_bytes(key: &ProvingKey, msm_lengths: [usize; 4], shifted: bool) -> usize {
-    let copies = |n: usize| if shifted { windows_for(shifted_window_bits(n)) } else { 1 };
+    let copies_for = |n| copies(shift_for(shifted, n));
     let bases = [&key.h, &key.l, &key.a, &key.b_g1];
-    let g1: usize = bases.iter().zip(msm_lengths).map(|(q, n)| copies(n) * std::mem::size_of_val(q.as_slice())).sum();
-    g1 + copies(msm_lengths[3]) * std::mem::size_of_val(key.b_g2.as_slice())
+    let g1: usize =
+        bases.iter().zip(msm_lengths).map(|(q, n)| copies_for(n) * std::mem::size_of_val(q.as_slice())).sum();
+    g1 + copies_for(msm_lengths[3]) * std::mem::size_of_val(key.b_g2.as_slice())
+}
+
+/// The window bits a key's bases are shifted for, for MSMs of `n` scalars (`None`: plain).
+fn shift_for(shifted: bool, n: usize) -> Option<u32> {
+    shifted.then(|| shifted_window_bits(n))
+}
+
+/// Copies of the bases on the device: one a window when shifted for `shift` bits, else one.
+fn copies(shift: Option<u32>) -> usize {
+    shift.map_or(1, windows_for)
 }

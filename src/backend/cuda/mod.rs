@@ -53,7 +53,7 @@ use self::ffi::{
 };
 use self::ffi::{Group, G1, G2};
 use self::key::{key_bytes, Bases, DeviceBases, DeviceKey};
-use self::msm::combine;
+use self::msm::{combine, plan_window_bits};
 use self::ntt::DeviceDomain;
 use super::Backend;
 use crate::error::{Error, Result};
@@ -282,13 +282,12 @@ impl CudaBackend {
             KeyPlacement::Streamed { chunk } => chunk,
             _ => usize::MAX,
         };
-        let c = |len: usize| if shifted { shifted_window_bits(len) } else { window_bits(len) };
         let lengths = g1_msm_lengths(key).map(|len| len.min(chunk));
         for n in lengths {
-            self.scratch.reserve::<G1>(n, c(n), shifted)?;
+            self.scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
         }
         let b = lengths[3]; // the B scalars, for G2 too
-        self.scratch.reserve::<G2>(b, c(b), shifted)?;
+        self.scratch.reserve::<G2>(b, plan_window_bits(b, shifted), shifted)?;
         self.budget.check(0)
     }
 

@@ -12,7 +12,7 @@
 
 use group::Group as _;
 
-use super::ffi::{window_width, Group, SHIFTED_WINDOW_BITS, WINDOW_BITS};
+use super::ffi::{window_width, windows_for, Group, SHIFTED_WINDOW_BITS, WINDOW_BITS};
 
 /// Window bits for `n` points: the c that minimises the additions into buckets,
 /// n·⌈256/c⌉, plus the cost of reducing the buckets, about 6 mixed additions a bucket:
@@ -21,19 +21,34 @@ use super::ffi::{window_width, Group, SHIFTED_WINDOW_BITS, WINDOW_BITS};
 /// the H200 measured (`gpu_report --msm-windows`: c = 16, 16 and 19 at 2^20, 2^22 and 2^24,
 /// within 1 % of the fastest width, where 2.8 chose 20 at 2^24, 3 % slower).
 pub fn window_bits(n: usize) -> u32 {
-    let cost = |c: u32| {
-        let windows = 256usize.div_ceil(c as usize);
-        n * windows + ((6 * windows) << (c - 1))
-    };
-    WINDOW_BITS.min_by_key(|&c| cost(c)).expect("a nonempty range")
+    cheapest_window(n, WINDOW_BITS, false)
 }
 
 /// Window bits for `n` points over shifted bases, whose windows share one set of buckets:
 /// the c that minimises n·⌈256/c⌉ + 6·2^(c−1) (c = 19 at 2^20, 22 at 2^24). The bases take
 /// ⌈256/c⌉ copies on the device.
 pub fn shifted_window_bits(n: usize) -> u32 {
-    let cost = |c: u32| n * 256usize.div_ceil(c as usize) + (6 << (c - 1));
-    SHIFTED_WINDOW_BITS.min_by_key(|&c| cost(c)).expect("a nonempty range")
+    cheapest_window(n, SHIFTED_WINDOW_BITS, true)
+}
+
+/// The window bits of a plan of `n` points over plain or `shifted` bases.
+pub(crate) fn plan_window_bits(n: usize, shifted: bool) -> u32 {
+    if shifted {
+        shifted_window_bits(n)
+    } else {
+        window_bits(n)
+    }
+}
+
+/// The c in `bits` that minimises n·⌈256/c⌉ + 6·sets·2^(c−1): a set of buckets a window, or
+/// one set they all share.
+fn cheapest_window(n: usize, bits: std::ops::RangeInclusive<u32>, shared: bool) -> u32 {
+    let cost = |c: u32| {
+        let windows = windows_for(c);
+        let sets = if shared { 1 } else { windows };
+        n * windows + ((6 * sets) << (c - 1))
+    };
+    bits.min_by_key(|&c| cost(c)).expect("a nonempty range")
 }
 
 /// Σ_w 2^(offset of window w)·sums[w]: the MSM from the window sums of a plan whose widest

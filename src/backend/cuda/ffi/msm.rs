@@ -307,7 +307,7 @@ impl MsmScratch {
             let written = |l| written_bound(need.entries, need.keys, l);
             (1..=need.levels).filter(|l| l % 2 == parity).map(written).max()
         };
-        let sets = if shifted { 1 } else { windows_for(c) };
+        let sets = need.keys >> (c - 1);
         let (_, per_window) = segments_for(sets, c);
         let group = G::buffers_mut(self);
         grow(&mut group.sums[0], bound(1).unwrap_or(1))?;
@@ -548,8 +548,9 @@ impl MsmKernels {
                     [Arg::Ptr(bases.ptr()), Arg::Ptr(entries.ptr()), tail[0], tail[1], tail[2], tail[3], tail[4]];
                 // SAFETY: (bases, entries, off, keys, items, L, out) as declared. Thread t <
                 // ⌈items/L⌉ sums items [t·L, t·L + L) ∩ [0, items): entries, each a point
-                // index below `indexed` ≤ bases.len() (asserted); it writes slot t + k for each bucket k those
-                // items meet, below ⌊items/L⌋ + keys = `written` ≤ out.len() (asserted).
+                // index below `indexed` ≤ bases.len() (asserted); it writes slot t + k for
+                // each bucket k those items meet, below ⌊items/L⌋ + keys = `written` ≤
+                // out.len() (asserted).
                 unsafe { launch(k.sum_bases, grid, G::THREADS, stream, &args)? };
             } else {
                 let input = sums[level as usize % 2];
