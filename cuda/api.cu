@@ -59,6 +59,7 @@ extern "C" __global__ void g16_msm_count(const fr_t* scalars, uint32_t n, uint32
 extern "C" __global__ void g16_msm_scatter(const uint32_t* digits, uint32_t n, uint32_t window_points,
                                            uint32_t* cursor, uint32_t* entries)
 {   msm_scatter(digits, n, window_points, cursor, entries);   }
+
 extern "C" __global__ void g16_msm_max(const uint32_t* v, uint32_t len, uint32_t* max_out)
 {   msm_max(v, len, max_out);   }
 
