@@ -60,6 +60,19 @@ extern "C" __global__ void g16_msm_scatter(const uint32_t* digits, uint32_t n, u
                                            uint32_t* cursor, uint32_t* entries)
 {   msm_scatter(digits, n, window_points, cursor, entries);   }
 
+extern "C" __global__ void g16_msm_bin_starts(const uint32_t* off, uint32_t shift, uint32_t bins,
+                                              uint32_t* bin_cursor)
+{   msm_bin_starts(off, shift, bins, bin_cursor);   }
+
+extern "C" __global__ void __launch_bounds__(BIN_THREADS)
+g16_msm_bin(const uint32_t* digits, uint32_t n, uint32_t windows, uint32_t window_points, uint32_t shift,
+            uint32_t bins, uint32_t* bin_cursor, uint2* binned)
+{   msm_bin(digits, n, windows, window_points, shift, bins, bin_cursor, binned);   }
+
+extern "C" __global__ void g16_msm_place(const uint2* binned, uint32_t total, uint32_t regions, uint32_t region,
+                                         uint32_t* cursor, uint32_t* entries)
+{   msm_place(binned, total, regions, region, cursor, entries);   }
+
 extern "C" __global__ void g16_msm_max(const uint32_t* v, uint32_t len, uint32_t* max_out)
 {   msm_max(v, len, max_out);   }
 

@@ -11,8 +11,8 @@
 // into one set of buckets and takes its points from its own copy of the bases; zero digits
 // (zero scalars, and the upper windows of small ones) put it nowhere, so a scalar 1 costs one
 // addition and a scalar 0 none. A counting sort groups the entries by key: count (which keeps
-// the digits), scan (scan.cuh), scatter. Entries are point index | sign << 31; their order
-// inside a bucket does not matter, since the sums are exact.
+// the digits), scan (scan.cuh), scatter (over shifted bases in two passes: bin, place). Entries are point index |
+// sign << 31; their order inside a bucket does not matter, since the sums are exact.
 #ifndef PINPROVE_MSM_BUCKETS_CUH
 #define PINPROVE_MSM_BUCKETS_CUH
 
@@ -81,8 +81,8 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
 // bases (window_points = 0); cursor starts as the offsets of the keys. Block b takes window
 // b / ⌈n/blockDim⌉, so over plain bases the blocks in flight write into one window's entries
 // (n words, 64 MB at 2^24, not all windows' 14 times that) and their partial writes meet in
-// the L2 cache rather than in DRAM. Over shifted bases every window's entries spread over
-// all the shared buckets, and the scatter costs more (plan 13.9 ms at 2^24, 9.2 plain).
+// the L2 cache rather than in DRAM. Over shifted bases every window's entries spread over all
+// the shared buckets: their scatter is binned (below).
 __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t window_points,
                                             uint32_t* cursor, uint32_t* entries)
 {
@@ -94,6 +94,79 @@ __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, 
     const uint32_t word = digits[(size_t)w * n + i];
     if (word != NO_DIGIT)
         entries[atomicAdd(&cursor[word & 0x7fffffff], 1)] = (w * window_points + i) | (word & 0x80000000);
+}
+
+// Over shifted bases the scatter above cost 11.7 ms of a 2^24 G1 MSM (ncu): the blocks in
+// flight write single words all over the 800 MB of entries. In two passes, the writes stay
+// close together. `msm_bin` sorts the digit words into at most BINS bins, runs of 2^shift keys,
+// each block counting its words per bin in shared memory and claiming one run of slots per
+// bin with one atomic; `msm_place` then places the binned pairs, which go bin after bin,
+// inside their bin's slots (a few MB). Bin b's slots are its keys' slots,
+// [off[b << shift], off[(b + 1) << shift]), so the binned pairs take the entries' room.
+#define BINS 256
+#define BIN_THREADS 512
+#define BIN_ITEMS 32
+
+// bin_cursor[b] = off[b << shift]: where bin b's slots start, for b < bins.
+__device__ __forceinline__ void msm_bin_starts(const uint32_t* off, uint32_t shift, uint32_t bins,
+                                               uint32_t* bin_cursor)
+{
+    const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < bins)
+        bin_cursor[b] = off[b << shift];
+}
+
+// Pass 1: block t takes digit words [t·T, t·T + T) (T = BIN_THREADS·BIN_ITEMS) of the
+// windows·n, counts them per bin in shared memory, claims that many slots of each bin with one
+// atomic, and writes (key, entry) there; an entry is (w·window_points + i) | sign, the index
+// of the point in window w's copy of shifted bases (window_points: points a copy), or i | sign
+// over plain bases (window_points = 0).
+__device__ __forceinline__ void msm_bin(const uint32_t* digits, uint32_t n, uint32_t windows,
+                                        uint32_t window_points, uint32_t shift, uint32_t bins,
+                                        uint32_t* bin_cursor, uint2* binned)
+{
+    __shared__ uint32_t count[BINS], base[BINS];
+    for (uint32_t b = threadIdx.x; b < bins; b += BIN_THREADS)
+        count[b] = 0;
+    __syncthreads();
+    const size_t first = (size_t)blockIdx.x * BIN_THREADS * BIN_ITEMS + threadIdx.x, total = (size_t)windows * n;
+    uint32_t word[BIN_ITEMS], rank[BIN_ITEMS];
+    #pragma unroll
+    for (uint32_t k = 0; k < BIN_ITEMS; k++) {
+        const size_t j = first + k * BIN_THREADS;
+        word[k] = j < total ? digits[j] : NO_DIGIT;
+        if (word[k] != NO_DIGIT)
+            rank[k] = atomicAdd(&count[(word[k] & 0x7fffffff) >> shift], 1);
+    }
+    __syncthreads();
+    for (uint32_t b = threadIdx.x; b < bins; b += BIN_THREADS)
+        base[b] = count[b] ? atomicAdd(&bin_cursor[b], count[b]) : 0;
+    __syncthreads();
+    #pragma unroll
+    for (uint32_t k = 0; k < BIN_ITEMS; k++) {
+        if (word[k] == NO_DIGIT)
+            continue;
+        const size_t j = first + k * BIN_THREADS;
+        const uint32_t w = (uint32_t)(j / n), i = (uint32_t)(j - (size_t)w * n);
+        const uint32_t key = word[k] & 0x7fffffff;
+        binned[base[key >> shift] + rank[k]] = make_uint2(key, (w * window_points + i) | (word[k] & 0x80000000));
+    }
+}
+
+// Pass 2: entries[cursor[key]++] = entry for each of the `total` binned (key, entry) pairs;
+// cursor starts as the offsets of the keys. Taken in order, the pairs of one bin would be in
+// flight at a time, and their atomics would queue on its few hundred lines of cursors: the
+// grid takes `regions` runs of `region` pairs at once, warp v 32 pairs of run v % regions.
+__device__ __forceinline__ void msm_place(const uint2* binned, uint32_t total, uint32_t regions, uint32_t region,
+                                          uint32_t* cursor, uint32_t* entries)
+{
+    const uint32_t v = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    const uint32_t at = v / regions * 32 + lane;
+    const uint64_t p = (uint64_t)(v % regions) * region + at;
+    if (at >= region || p >= total)
+        return;
+    const uint2 e = binned[p];
+    entries[atomicAdd(&cursor[e.x], 1)] = e.y;
 }
 
 // *max_out = max(*max_out, max of v[0..len)); *max_out starts at zero.

@@ -28,6 +28,13 @@ const THREADS: u32 = 256;
 /// scan.cuh).
 const SCAN_THREADS: u32 = 1024;
 const SCAN_TILE: usize = 4096;
+/// The scatter's bins (buckets.cuh): at most BINS; threads per block and digit words a block
+/// takes in the first pass (`BIN_THREADS`, `BIN_THREADS · BIN_ITEMS`), and the runs of pairs
+/// the second takes at once (`PLACE_REGIONS`).
+const BINS: usize = 256;
+const BIN_THREADS: u32 = 512;
+const BIN_TILE: u32 = BIN_THREADS * 32;
+const PLACE_REGIONS: usize = 8;
 /// Threads per block of the shifted bases' precompute (`SHIFT_THREADS` in shift.cuh).
 const SHIFT_THREADS: u32 = 128;
 /// Bucket segments a window-sum launch aims for: enough threads to fill the device.
@@ -120,11 +127,25 @@ impl SumKernels {
     }
 }
 
+/// What the scatter of a plan takes: `n` scalars' digit words in `windows` windows, entries
+/// indexing copies of `window_points` points (0: plain bases), `keys` buckets, `total` entries.
+#[derive(Debug, Clone, Copy)]
+struct Scattered {
+    n: usize,
+    windows: usize,
+    window_points: usize,
+    keys: usize,
+    total: usize,
+}
+
 /// The MSM's kernels, looked up once.
 #[derive(Debug)]
 pub(crate) struct MsmKernels {
     count: Function,
     scatter: Function,
+    bin_starts: Function,
+    bin: Function,
+    place: Function,
     max: Function,
     next_offsets: Function,
     scan_tiles: Function,
@@ -178,6 +199,13 @@ pub(crate) fn window_width(c: u32, windows: u32, w: u32) -> u32 {
     c - 1 + u32::from(w < 256 - windows * (c - 1))
 }
 
+/// Keys a bin of the scatter holds, 2^shift, and the bins of `keys` keys: the least shift
+/// that leaves at most BINS bins.
+fn bins_for(keys: usize) -> (u32, usize) {
+    let shift = keys.next_power_of_two().trailing_zeros().saturating_sub(BINS.trailing_zeros());
+    (shift, keys.div_ceil(1 << shift))
+}
+
 /// The chunk length for `entries` entries.
 fn chunk_for(entries: usize) -> usize {
     (entries / LEVEL_THREADS).clamp(MIN_CHUNK, MAX_CHUNK)
@@ -225,6 +253,8 @@ fn segments_for(windows: usize, c: u32) -> (usize, usize) {
 struct Room {
     keys: usize,
     entries: usize,
+    /// Entries the scatter bins first (a shifted plan's; buckets.cuh).
+    binned: usize,
     levels: u32,
 }
 
@@ -234,11 +264,15 @@ impl Room {
     fn for_plan(n: usize, c: u32, shifted: bool) -> Room {
         let (windows, keys) = (windows_for(c), 1 << (c - 1));
         let (sets, fullest) = if shifted { (1, n * windows) } else { (windows, n) };
-        Room { keys: sets * keys, entries: n * windows, levels: levels_for(fullest, MIN_CHUNK) }
+        let binned = if shifted { n * windows } else { 0 };
+        Room { keys: sets * keys, entries: n * windows, binned, levels: levels_for(fullest, MIN_CHUNK) }
     }
 
     fn covers(&self, other: &Room) -> bool {
-        self.keys >= other.keys && self.entries >= other.entries && self.levels >= other.levels
+        self.keys >= other.keys
+            && self.entries >= other.entries
+            && self.binned >= other.binned
+            && self.levels >= other.levels
     }
 }
 
@@ -257,6 +291,10 @@ pub(crate) struct MsmScratch {
     entries: Option<DeviceVec<u32>>,
     /// Every window's digit word of every scalar, window by window (count to scatter).
     digits: Option<DeviceVec<u32>>,
+    /// The binned scatter's first pass (shifted plans): (key, entry) pairs sorted by bin, and
+    /// each bin's next free slot.
+    binned: Option<DeviceVec<u32>>,
+    bin_cursor: Option<DeviceVec<u32>>,
     /// The fullest bucket, read back by the plan.
     fullest: Option<DeviceVec<u32>>,
     g1: GroupBuffers<XyzzG1>,
@@ -284,6 +322,7 @@ impl MsmScratch {
             let room = Room {
                 keys: self.room.keys.max(need.keys),
                 entries: self.room.entries.max(need.entries),
+                binned: self.room.binned.max(need.binned),
                 levels: self.room.levels.max(need.levels),
             };
             self.planned.set(None);
@@ -293,6 +332,10 @@ impl MsmScratch {
             grow(&mut self.tile_offsets, room.keys.div_ceil(SCAN_TILE) + 1)?;
             grow(&mut self.entries, room.entries)?;
             grow(&mut self.digits, room.entries)?;
+            if room.binned > 0 {
+                grow(&mut self.binned, 2 * room.binned)?;
+                grow(&mut self.bin_cursor, BINS)?; // any plan's bins, whatever its keys
+            }
             grow(&mut self.fullest, 1)?;
             if self.offsets.first().is_none_or(|o| o.len() <= room.keys) {
                 self.offsets.clear();
@@ -375,6 +418,9 @@ impl MsmKernels {
         Ok(MsmKernels {
             count: fatbin.function("g16_msm_count")?,
             scatter: fatbin.function("g16_msm_scatter")?,
+            bin_starts: fatbin.function("g16_msm_bin_starts")?,
+            bin: fatbin.function("g16_msm_bin")?,
+            place: fatbin.function("g16_msm_place")?,
             max: fatbin.function("g16_msm_max")?,
             next_offsets: fatbin.function("g16_msm_next_offsets")?,
             scan_tiles: fatbin.function("g16_scan_tiles")?,
@@ -447,19 +493,12 @@ impl MsmKernels {
         let total = read(stream, &offsets[0], keys)? as usize;
         assert!(total <= entries.len(), "{total} entries for room of {}", entries.len());
         cursor.copy_from(&offsets[0], keys, stream)?;
-        let scatter = [
-            Arg::Ptr(digits.ptr()),
-            u32_arg(n),
-            u32_arg(window_points),
-            Arg::Ptr(cursor.ptr()),
-            Arg::Ptr(entries.ptr()),
-        ];
-        // SAFETY: (digits, n, window_points, cursor, entries) as declared. Block b reads
-        // digits[w·n + i] for w = b / ⌈n/THREADS⌉ < windows and i < n, the words count just
-        // wrote, so bucket `key` receives exactly counts[key] entries at offsets[key] +
-        // 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
-        // `entries` (asserted). Each is w·window_points + i < 2^31 (asserted), below the sign.
-        unsafe { launch(self.scatter, blocks(n, THREADS) * windows as u32, THREADS, stream, &scatter)? };
+        let scattered = Scattered { n, windows, window_points, keys, total };
+        if shifted.is_some() {
+            self.scatter_binned(stream, scratch, scattered)?;
+        } else {
+            self.scatter(stream, scratch, scattered)?;
+        }
         let chunk = chunk_for(total);
         let levels = levels_for(fullest, chunk);
         for level in 1..=levels as usize {
@@ -472,6 +511,76 @@ impl MsmKernels {
         let plan = Plan { n, c, windows: windows as u32, shifted, entries: total, chunk, levels, serial };
         scratch.planned.set(Some(plan));
         Ok(plan)
+    }
+
+    /// Each entry to the next free slot of its key, straight from the digits: over plain
+    /// bases, where the blocks in flight write inside one window's entries (buckets.cuh).
+    fn scatter(&self, stream: &Stream, scratch: &MsmScratch, s: Scattered) -> Result<()> {
+        let (digits, cursor, entries) =
+            (reserved(&scratch.digits), reserved(&scratch.cursor), reserved(&scratch.entries));
+        let args = [
+            Arg::Ptr(digits.ptr()),
+            u32_arg(s.n),
+            u32_arg(s.window_points),
+            Arg::Ptr(cursor.ptr()),
+            Arg::Ptr(entries.ptr()),
+        ];
+        // SAFETY: (digits, n, window_points, cursor, entries) as declared. Block b reads
+        // digits[w·n + i] for w = b / ⌈n/THREADS⌉ < windows and i < n, the words count just
+        // wrote, so bucket `key` receives exactly counts[key] entries at offsets[key] +
+        // 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
+        // `entries` (asserted in `plan`). Each is w·window_points + i < 2^31, below the sign.
+        unsafe { launch(self.scatter, blocks(s.n, THREADS) * s.windows as u32, THREADS, stream, &args) }
+    }
+
+    /// The scatter of a shifted plan, in two passes, bin and place (buckets.cuh).
+    fn scatter_binned(&self, stream: &Stream, scratch: &MsmScratch, s: Scattered) -> Result<()> {
+        let Scattered { n, windows, window_points, keys, total } = s;
+        let (digits, cursor, entries) =
+            (reserved(&scratch.digits), reserved(&scratch.cursor), reserved(&scratch.entries));
+        let offsets = &scratch.offsets;
+        let (binned, bin_cursor) = (reserved(&scratch.binned), reserved(&scratch.bin_cursor));
+        assert!(binned.len() >= 2 * total, "{total} binned entries for room of {}", binned.len() / 2);
+        let (shift, bins) = bins_for(keys);
+        assert!(bins <= bin_cursor.len(), "{bins} bins of the scatter");
+        let starts = [Arg::Ptr(offsets[0].ptr()), Arg::U32(shift), u32_arg(bins), Arg::Ptr(bin_cursor.ptr())];
+        // SAFETY: (off, shift, bins, bin_cursor) as declared: thread b < bins reads
+        // off[b << shift], b << shift < keys < offsets[0].len(), and writes bin_cursor[b]
+        // (asserted).
+        unsafe { launch(self.bin_starts, blocks(bins, THREADS), THREADS, stream, &starts)? };
+        let bin = [
+            Arg::Ptr(digits.ptr()),
+            u32_arg(n),
+            u32_arg(windows),
+            u32_arg(window_points),
+            Arg::U32(shift),
+            u32_arg(bins),
+            Arg::Ptr(bin_cursor.ptr()),
+            Arg::Ptr(binned.ptr()),
+        ];
+        // SAFETY: (digits, n, windows, window_points, shift, bins, bin_cursor, binned) as
+        // declared. Block t reads digits[j] for j < windows·n, the words count just wrote
+        // (need.entries ≤ digits.len()); a key's bin, key >> shift, is below `bins` ≤ BINS
+        // (its shared counts; asserted), and bin b receives exactly the counts of its keys,
+        // from off[b << shift] on (bin_cursor), so every (key, entry) pair lands below the
+        // total, inside `binned` (asserted). Each entry is w·window_points + i < 2^31
+        // (asserted), below the sign.
+        unsafe { launch(self.bin, blocks(windows * n, BIN_TILE), BIN_THREADS, stream, &bin)? };
+        let region = total.div_ceil(PLACE_REGIONS).next_multiple_of(32);
+        let place = [
+            Arg::Ptr(binned.ptr()),
+            u32_arg(total),
+            u32_arg(PLACE_REGIONS),
+            u32_arg(region),
+            Arg::Ptr(cursor.ptr()),
+            Arg::Ptr(entries.ptr()),
+        ];
+        // SAFETY: (binned, total, regions, region, cursor, entries) as declared: thread
+        // (v, lane) reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod regions, when below
+        // the total and inside run r, so every pair `bin` wrote is read once, and bucket `key`
+        // receives exactly counts[key] entries at offsets[key] + 0..counts[key] (cursor starts
+        // at offsets[key]): all below the total, which fits `entries` (asserted).
+        unsafe { launch(self.place, blocks(PLACE_REGIONS * region, THREADS), THREADS, stream, &place) }
     }
 
     /// out[i] = Σ_{j<i} input[j] for i ≤ len (out[len] is the total).
@@ -634,6 +743,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_key_falls_in_one_of_the_bins() {
+        for keys in [1, 2, 255, 256, 257, 1000, 14 << 18, 1 << 21, 13 << 19, 1 << 23] {
+            let (shift, bins) = bins_for(keys);
+            assert!((keys - 1) >> shift < bins && bins <= BINS, "{keys} keys, shift {shift}");
+            assert!(shift == 0 || (keys - 1) >> (shift - 1) >= BINS, "{keys} keys: a smaller shift fits");
+        }
+    }
+
+    #[test]
     fn windows_share_the_256_bits_evenly() {
         for c in WINDOW_BITS {
             let (wide, windows) = (widest_window(c), windows_for(c) as u32);
@@ -651,6 +769,9 @@ mod tests {
         // A scalar repeated n times puts every window's digit into one shared bucket.
         assert_eq!(shifted.levels, levels_for(14 << 20, MIN_CHUNK));
         assert!(shifted.levels > plain.levels, "{plain:?} {shifted:?}");
+        // Only shifted plans bin their entries before placing them.
+        assert_eq!((plain.binned, shifted.binned), (0, 14 << 20));
+        assert!(shifted.covers(&Room { binned: 0, ..shifted }) && !plain.covers(&Room { binned: 1, ..plain }));
         // The widest shifted windows (24 bits) keep their buckets within two levels of scan tiles.
         assert!(Room::for_plan(1 << 26, widest_window(24), true).keys <= SCAN_TILE * SCAN_TILE);
         let plan = Plan { n: 10, c: 19, windows: 14, shifted: Some(16), entries: 0, chunk: 8, levels: 1, serial: 0 };
