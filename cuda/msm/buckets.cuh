@@ -11,8 +11,9 @@
 // into one set of buckets and takes its points from its own copy of the bases; zero digits
 // (zero scalars, and the upper windows of small ones) put it nowhere, so a scalar 1 costs one
 // addition and a scalar 0 none. A counting sort groups the entries by key: count (which keeps
-// the digits), scan (scan.cuh), scatter (over shifted bases in two passes: bin, place). Entries are point index |
-// sign << 31; their order inside a bucket does not matter, since the sums are exact.
+// the digits), scan (scan.cuh), scatter (over shifted bases in two passes: bin, place).
+// Entries are point index | sign << 31; their order inside a bucket does not matter, since the
+// sums are exact.
 #ifndef PINPROVE_MSM_BUCKETS_CUH
 #define PINPROVE_MSM_BUCKETS_CUH
 
