@@ -52,6 +52,12 @@ __device__ __forceinline__ uint32_t wide_windows(uint32_t c, uint32_t windows)
 // A window's digit word: key | sign << 31, or NO_DIGIT for a zero digit (keys stay below 2^31).
 #define NO_DIGIT 0xffffffffu
 
+// The entry of window w's digit `word` of scalar i: the index of the point, i in window w's
+// copy of shifted bases (window_points: points a copy) or i over plain bases (window_points =
+// 0), with the digit's sign.
+__device__ __forceinline__ uint32_t entry(uint32_t word, uint32_t w, uint32_t window_points, uint32_t i)
+{   return (w * window_points + i) | (word & 0x80000000);   }
+
 // counts[key] += 1 for each nonzero digit, and digits[w·n + i] = window w's digit word of
 // scalar i, window by window, for the scatter to read without converting the scalars again.
 // window_keys: the buckets of one window, 2^(c−1), or 0 when the windows share them.
@@ -77,13 +83,11 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
     }
 }
 
-// entries[next free slot of key] = (w·window_points + i) | sign, the index of the point in
-// window w's copy of shifted bases (window_points: points per copy), or i | sign over plain
-// bases (window_points = 0); cursor starts as the offsets of the keys. Block b takes window
-// b / ⌈n/blockDim⌉, so over plain bases the blocks in flight write into one window's entries
-// (n words, 64 MB at 2^24, not all windows' 14 times that) and their partial writes meet in
-// the L2 cache rather than in DRAM. Over shifted bases every window's entries spread over all
-// the shared buckets: their scatter is binned (below).
+// entries[next free slot of key] = the digit's entry; cursor starts as the offsets of the
+// keys. Block b takes window b / ⌈n/blockDim⌉, so over plain bases the blocks in flight write
+// into one window's entries (n words, 64 MB at 2^24, not all windows' 14 times that) and their
+// partial writes meet in the L2 cache rather than in DRAM. Over shifted bases every window's
+// entries spread over all the shared buckets: their scatter is binned (below).
 __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t window_points,
                                             uint32_t* cursor, uint32_t* entries)
 {
@@ -94,7 +98,7 @@ __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, 
         return;
     const uint32_t word = digits[(size_t)w * n + i];
     if (word != NO_DIGIT)
-        entries[atomicAdd(&cursor[word & 0x7fffffff], 1)] = (w * window_points + i) | (word & 0x80000000);
+        entries[atomicAdd(&cursor[word & 0x7fffffff], 1)] = entry(word, w, window_points, i);
 }
 
 // Over shifted bases the scatter above cost 11.7 ms of a 2^24 G1 MSM (ncu): the blocks in
@@ -119,9 +123,7 @@ __device__ __forceinline__ void msm_bin_starts(const uint32_t* off, uint32_t shi
 
 // Pass 1: block t takes digit words [t·T, t·T + T) (T = BIN_THREADS·BIN_ITEMS) of the
 // windows·n, counts them per bin in shared memory, claims that many slots of each bin with one
-// atomic, and writes (key, entry) there; an entry is (w·window_points + i) | sign, the index
-// of the point in window w's copy of shifted bases (window_points: points a copy), or i | sign
-// over plain bases (window_points = 0).
+// atomic, and writes (key, entry) there.
 __device__ __forceinline__ void msm_bin(const uint32_t* digits, uint32_t n, uint32_t windows,
                                         uint32_t window_points, uint32_t shift, uint32_t bins,
                                         uint32_t* bin_cursor, uint2* binned)
@@ -150,7 +152,7 @@ __device__ __forceinline__ void msm_bin(const uint32_t* digits, uint32_t n, uint
         const size_t j = first + k * BIN_THREADS;
         const uint32_t w = (uint32_t)(j / n), i = (uint32_t)(j - (size_t)w * n);
         const uint32_t key = word[k] & 0x7fffffff;
-        binned[base[key >> shift] + rank[k]] = make_uint2(key, (w * window_points + i) | (word[k] & 0x80000000));
+        binned[base[key >> shift] + rank[k]] = make_uint2(key, entry(word[k], w, window_points, i));
     }
 }
 
