@@ -21,14 +21,14 @@ use crate::circuits::random_scalars;
 use crate::circuits::timing_key::{g1_points, g2_points};
 use crate::support::{chain, faulty_devices, key, partition_bytes};
 
-/// `points` with every 1000th at infinity and every 1000th (offset 500) a copy of its
-/// predecessor, so buckets meet infinity and equal points (the doubling case).
 /// A prover on device 0, as a user builds one.
 fn cuda_prover(key: pinprove::ProvingKey, config: Config) -> Prover {
     let device = CudaDevice::open(0).unwrap();
     Prover::with_backends(key, config, device.pinned_pool(config.pool), vec![device.backend_factory()]).unwrap()
 }
 
+/// `points` with every 1000th at infinity and every 1000th (offset 500) a copy of its
+/// predecessor, so buckets meet infinity and equal points (the doubling case).
 fn with_edges<P: Copy + Default>(mut points: Vec<P>) -> Vec<P> {
     for i in (999..points.len()).step_by(1000) {
         points[i] = P::default(); // blstrs' default affine point is the identity
@@ -198,6 +198,44 @@ fn gpu_msm_equals_cpu_msm_from_2_13_to_2_22() {
     g2.extend(KINDS[1..].iter().map(|&k| (1 << 18, k, None)));
     g1.extend((22..=24).map(|c| (1 << 14, Scalars::Random, Some(c))));
     check_msm_cases(&g1, &g2);
+}
+
+/// An MSM of `n` random scalars over `distinct` bases repeated to n points, plain and shifted,
+/// against the CPU's MSM of the distinct bases with the scalars of each one's repeats summed:
+/// sizes whose CPU MSM would take minutes.
+fn tiled_msm_case<G: DeviceMsm>(gpu: &mut CudaBackend, distinct: &[G::Affine], n: usize) -> Vec<String>
+where
+    G::Affine: Copy,
+{
+    let bases: Vec<G::Affine> = distinct.iter().cycle().take(n).copied().collect();
+    let s = scalars(Scalars::Random, n, 24);
+    let mut folded = vec![Scalar::ZERO; distinct.len()];
+    for (i, x) in s.iter().enumerate() {
+        folded[i % distinct.len()] += x;
+    }
+    let expected = msm::<G>(distinct, &folded);
+    let mut failures = Vec::new();
+    for layout in [BasesLayout::Plain, BasesLayout::Shifted { window: None }] {
+        let got = G::upload(gpu, &bases, layout).and_then(|b| G::msm(gpu, &b, &s, None));
+        match got {
+            Ok(got) if got == expected => {}
+            Ok(_) => failures.push(format!("n = {n}, {layout:?}: differs from the CPU")),
+            Err(e) => failures.push(format!("n = {n}, {layout:?}: {e}")),
+        }
+    }
+    failures
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_msm_equals_cpu_msm_at_2_24_over_repeated_bases() {
+    // 2^24 points: the size at which shifted plans bin their entries before placing them.
+    let device = CudaDevice::open(0).unwrap();
+    let mut gpu = device.bare_backend().unwrap();
+    let mut failures = tiled_msm_case::<G1Projective>(&mut gpu, &with_edges(g1_points(1 << 16, 3)), 1 << 24);
+    let g2 = tiled_msm_case::<G2Projective>(&mut gpu, &with_edges(g2_points(1 << 16, 4)), 1 << 24);
+    failures.extend(g2.into_iter().map(|f| format!("G2: {f}")));
+    assert!(failures.is_empty(), "{} MSMs at 2^24 failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]

@@ -32,6 +32,10 @@ const SCAN_TILE: usize = 4096;
 /// takes in the first pass (`BIN_THREADS`, `BIN_THREADS · BIN_ITEMS`), and the runs of pairs
 /// the second takes at once (`PLACE_REGIONS`).
 const BINS: usize = 256;
+/// Entries from which a shifted plan bins them before placing them: 800 MB at 2^24, where one
+/// pass costs 2 ms more than two (G1: 91.6 against 89.7 ms), overflow the L2 cache; 220 MB at
+/// 2^22 nearly fit, and there binning cost 0.7 ms more.
+const BINNED_ENTRIES: usize = 1 << 27;
 const BIN_THREADS: u32 = 512;
 const BIN_TILE: u32 = BIN_THREADS * 32;
 const PLACE_REGIONS: usize = 8;
@@ -253,7 +257,7 @@ fn segments_for(windows: usize, c: u32) -> (usize, usize) {
 struct Room {
     keys: usize,
     entries: usize,
-    /// Entries the scatter bins first (a shifted plan's; buckets.cuh).
+    /// Entries the scatter bins first (a large shifted plan's; buckets.cuh).
     binned: usize,
     levels: u32,
 }
@@ -264,7 +268,7 @@ impl Room {
     fn for_plan(n: usize, c: u32, shifted: bool) -> Room {
         let (windows, keys) = (windows_for(c), 1 << (c - 1));
         let (sets, fullest) = if shifted { (1, n * windows) } else { (windows, n) };
-        let binned = if shifted { n * windows } else { 0 };
+        let binned = if shifted && n * windows >= BINNED_ENTRIES { n * windows } else { 0 };
         Room { keys: sets * keys, entries: n * windows, binned, levels: levels_for(fullest, MIN_CHUNK) }
     }
 
@@ -494,7 +498,7 @@ impl MsmKernels {
         assert!(total <= entries.len(), "{total} entries for room of {}", entries.len());
         cursor.copy_from(&offsets[0], keys, stream)?;
         let scattered = Scattered { n, windows, window_points, keys, total };
-        if shifted.is_some() {
+        if need.binned > 0 {
             self.scatter_binned(stream, scratch, scattered)?;
         } else {
             self.scatter(stream, scratch, scattered)?;
@@ -741,6 +745,7 @@ impl MsmKernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cuda::msm::plan_window_bits;
 
     #[test]
     fn every_key_falls_in_one_of_the_bins() {
@@ -769,8 +774,12 @@ mod tests {
         // A scalar repeated n times puts every window's digit into one shared bucket.
         assert_eq!(shifted.levels, levels_for(14 << 20, MIN_CHUNK));
         assert!(shifted.levels > plain.levels, "{plain:?} {shifted:?}");
-        // Only shifted plans bin their entries before placing them.
-        assert_eq!((plain.binned, shifted.binned), (0, 14 << 20));
+        // Only large shifted plans bin their entries before placing them: 2^24 points, not 2^22.
+        let binned = |lg: usize, shifted| {
+            let n = 1 << lg;
+            Room::for_plan(n, widest_window(plan_window_bits(n, shifted)), shifted).binned
+        };
+        assert_eq!((binned(24, true), binned(22, true), binned(24, false)), (12 << 24, 0, 0));
         assert!(shifted.covers(&Room { binned: 0, ..shifted }) && !plain.covers(&Room { binned: 1, ..plain }));
         // The widest shifted windows (24 bits) keep their buckets within two levels of scan tiles.
         assert!(Room::for_plan(1 << 26, widest_window(24), true).keys <= SCAN_TILE * SCAN_TILE);
