@@ -34,7 +34,8 @@ pub struct PartitionTimings {
     pub gpu_lock_wait: Duration,
     /// Holding the device's lock (mutex_held): copies and kernels of this partition.
     pub gpu_lock_held: Duration,
-    /// Host-to-device copies of a/b/c (device events).
+    /// Host-to-device copies of a/b/c and the MSMs' scalars, from the first's start to the last's
+    /// end (device events): on a device the scalars' copies overlap the h stage.
     pub h2d: Duration,
     /// The h stage: NTTs and the pointwise (a·b − c)/Z; on a device, the sum of `ntt_steps`.
     pub ntt: Duration,

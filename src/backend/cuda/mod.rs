@@ -2,9 +2,9 @@
 //!
 //! One [`CudaBackend`] per proving thread owns a stream, the kernels, the proving key's bases
 //! (uploaded once, resident: `key.rs`) and the device buffers of its partitions (allocated
-//! once, reused). Per partition: async H2D of a/b/c and of the aux, A and B scalars (pinned
-//! buffers go straight to the DMA engine, pageable ones through two pinned staging chunks);
-//! the h stage (`ntt.rs`), which leaves h on the device; the five MSMs (`msm.rs`), G2 included,
+//! once, reused). Per partition: async H2D of a/b/c, then of the aux, A and B scalars on a
+//! second stream while the h stage (`ntt.rs`) runs (pinned buffers go straight to the DMA
+//! engine, pageable ones through two pinned staging chunks); the h stage leaves h on the device; the five MSMs (`msm.rs`), G2 included,
 //! on the device; the host only adds up each MSM's window sums and assembles the proof. Every
 //! copy is guarded by an `InFlight` that waits for the stream, so buffers return to the pool
 //! only after the GPU is done with them. Timings come from CUDA events.
@@ -112,7 +112,8 @@ const START: usize = 0;
 const H2D: usize = 1;
 const NTT_STEPS: usize = 2; // 4 events
 const MSM_STEPS: usize = 6; // 5 events
-const EVENTS: usize = 11;
+const SCALARS_H2D: usize = 11; // on the copy stream
+const EVENTS: usize = 12;
 
 /// The whole proof on a CUDA device; see the module docs. A backend serves one proving key,
 /// the one it was made with ([`CudaDevice::backend`]) or, for a bare backend, the first it
@@ -579,25 +580,33 @@ impl Backend for CudaBackend {
             self.hold(key)?;
         }
         self.domain(key.domain_size())?;
-        let Self { ntt, stream, staging, events: ev, domain, scalars, .. } = self;
+        let Self { ntt, stream, copies, staging, events: ev, domain, scalars, .. } = self;
         let d = domain.as_ref().expect("made above");
         let s = scalars.as_ref().expect("made with the key");
         let [da, db, dc] = &d.abc;
         ev[START].record(stream).map_err(from_cust)?;
         // Pinned buffers go by DMA directly; fallback (pageable) ones through the staging chunks.
-        let uploads = [
+        // a, b and c first, on the stream the h stage runs on; the MSMs' scalars after them on
+        // the copy stream, while the h stage runs: `msm`'s stream waits for them.
+        let abc = [
             upload(stream, staging, &w.abc.a, w.abc.a.is_pinned(), da)?,
             upload(stream, staging, &w.abc.b, w.abc.b.is_pinned(), db)?,
             upload(stream, staging, &w.abc.c, w.abc.c.is_pinned(), dc)?,
-            upload(stream, staging, &w.aux, w.aux.is_pinned(), &s.aux)?,
-            upload(stream, staging, &w.a_scalars, w.a_scalars.is_pinned(), &s.a)?,
-            upload(stream, staging, &w.b_scalars, w.b_scalars.is_pinned(), &s.b)?,
         ];
         ev[H2D].record(stream).map_err(from_cust)?;
+        let abc_copied = mark(stream)?;
         d.h(ntt, stream, &ev[NTT_STEPS..NTT_STEPS + 4])?;
-        // The copies read the witness's buffers: done before they can go back to the pool.
-        uploads.into_iter().try_for_each(ffi::InFlight::wait)?;
-        t.h2d += elapsed(&ev[START], &ev[H2D])?;
+        wait_for(copies, abc_copied)?; // one copy at a time: a, b, c at the whole bandwidth
+        let msm_scalars = [
+            upload(copies, staging, &w.aux, w.aux.is_pinned(), &s.aux)?,
+            upload(copies, staging, &w.a_scalars, w.a_scalars.is_pinned(), &s.a)?,
+            upload(copies, staging, &w.b_scalars, w.b_scalars.is_pinned(), &s.b)?,
+        ];
+        ev[SCALARS_H2D].record(copies).map_err(from_cust)?;
+        wait_for(stream, mark(copies)?)?; // the MSMs, enqueued next on `stream`, read them
+                                          // The copies read the witness's buffers: done before they can go back to the pool.
+        abc.into_iter().chain(msm_scalars).try_for_each(ffi::InFlight::wait)?;
+        t.h2d += elapsed(&ev[START], &ev[SCALARS_H2D])?;
         let n = &ev[NTT_STEPS..NTT_STEPS + 4];
         let steps = NttSteps {
             intt: elapsed(&ev[H2D], &n[0])?,
