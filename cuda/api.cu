@@ -18,16 +18,14 @@ using fp2 = fp2_t<fp_t>;
 
 // ---- the h stage (ntt/ntt.cuh)
 
-extern "C" __global__ void g16_bit_reverse(fr_t* d_x, uint32_t lg_n)
-{   bit_reverse(d_x, lg_n);   }
-
-extern "C" __global__ void __launch_bounds__(1 << (2 * LG_TILE))
-g16_bit_reverse_tiles(fr_t* d_x, uint32_t lg_n)
-{   bit_reverse_tiles(d_x, lg_n);   }
-
 extern "C" __global__ void __launch_bounds__(256)
 g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c, const fr_t* tw)
 {   ntt_dif_pass(d_x, lg_n, S, k, lg_c, tw);   }
+
+extern "C" __global__ void __launch_bounds__(256)
+g16_ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k, uint32_t lg_c, const fr_t* tw,
+                      const fr_t* pw_lo, const fr_t* pw_hi, fr_t scale)
+{   ntt_dif_last_pass(d_x, d_out, lg_n, k, lg_c, tw, pw_lo, pw_hi, scale);   }
 
 extern "C" __global__ void g16_scale_by_powers(fr_t* d_x, uint32_t lg_n, const fr_t* pw_lo,
                                                const fr_t* pw_hi, fr_t c)

@@ -3,9 +3,11 @@
 // NTT over BLS12-381 Fr for the Groth16 h stage, and its element-wise companions. The
 // transform is the CPU backend's (src/domain.rs) DFT, computed another way (field arithmetic
 // is exact, so the results match bit for bit): decimation in frequency in passes of up to
-// LG_PASS_K stages in shared memory, four-step style (ntt_dif_pass), then one bit reversal.
-// A 2^24 transform moves the vector 3 times plus the reversal. Twiddles w^e come from one
-// flat table (e < n/2): a twiddle costs a load rather than a product.
+// LG_PASS_K stages in shared memory, four-step style (ntt_dif_pass), the last of which
+// (ntt_dif_last_pass) writes out of place in natural order, the bit reversal folded into its
+// stores, and can scale its outputs by c·b^i (an inverse transform's 1/m and coset shift).
+// A 2^24 transform moves the vector 3 times. Twiddles w^e come from one flat table
+// (e < n/2): a twiddle costs a load rather than a product.
 // The element-wise kernels take powers b^i from two small tables, hi[i >> 12] * lo[i & 4095].
 #ifndef PINPROVE_NTT_NTT_CUH
 #define PINPROVE_NTT_NTT_CUH
@@ -29,90 +31,24 @@ __device__ __forceinline__ fr_t table_pow(const fr_t* lo, const fr_t* hi, uint32
     return hi[e >> LG_TW_LO] * lo[e & (TW_LO - 1)];
 }
 
-// x[i] <-> x[bitrev(i)], one thread a pair: for vectors shorter than two tiles' bits.
-__device__ __forceinline__ void bit_reverse(fr_t* d_x, uint32_t lg_n)
+// A pass's shared memory: 2^LG_PASS elements, and the 2^(LG_PASS_K − 1) roots of its stages.
+// Raw words: a __shared__ array of fr_t would need a (forbidden) dynamic initialiser.
+__device__ __forceinline__ fr_t* pass_shared(fr_t*& roots)
 {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (lg_n == 0 || i >> lg_n)
-        return;
-    uint32_t j = __brev(i) >> (32 - lg_n);
-    if (i < j) {
-        fr_t t = d_x[i];
-        d_x[i] = d_x[j];
-        d_x[j] = t;
-    }
-}
-
-// The bit reversal in tiles, for lg_n >= 2·LG_TILE: index i = (hi, mid, lo), hi and lo of
-// LG_TILE bits, reverses to (rev lo, rev mid, rev hi), so the tile of a given mid (its
-// 2^LG_TILE rows hi of 2^LG_TILE consecutive lo) and the tile of rev mid trade places
-// transposed. Block `mid` (if mid <= rev mid) reads both tiles a row of consecutive elements
-// at a time, and writes them back likewise, where one thread a pair reads one side of
-// every pair from a different row of memory. blockDim.x = 2^(2·LG_TILE).
-#define LG_TILE 4
-__device__ __forceinline__ void bit_reverse_tiles(fr_t* d_x, uint32_t lg_n)
-{
-    constexpr uint32_t side = 1u << LG_TILE, row = side + 1; // a padded row: fewer bank conflicts
-    __shared__ __align__(32) uint32_t words[2][(sizeof(fr_t) / sizeof(uint32_t)) * side * row];
-    const uint32_t m = lg_n - 2 * LG_TILE, mid = blockIdx.x;
-    const uint32_t mid_rev = m ? __brev(mid) >> (32 - m) : 0;
-    if (mid > mid_rev)
-        return;
-    fr_t* tile[2] = {reinterpret_cast<fr_t*>(words[0]), reinterpret_cast<fr_t*>(words[1])};
-    const uint32_t hi = threadIdx.x >> LG_TILE, lo = threadIdx.x & (side - 1);
-    const uint32_t hi_rev = __brev(hi) >> (32 - LG_TILE), lo_rev = __brev(lo) >> (32 - LG_TILE);
-    const size_t at[2] = {((size_t)hi << (lg_n - LG_TILE)) + ((size_t)mid << LG_TILE) + lo,
-                          ((size_t)hi << (lg_n - LG_TILE)) + ((size_t)mid_rev << LG_TILE) + lo};
-    const bool pair = mid != mid_rev;
-    #pragma unroll
-    for (uint32_t t = 0; t < 2; t++)
-        if (t == 0 || pair)
-            tile[t][hi * row + lo] = d_x[at[t]];
-    __syncthreads();
-    // x[(hi, mid, lo)] = old x[(rev lo, rev mid, rev hi)], from the other tile (or this one).
-    #pragma unroll
-    for (uint32_t t = 0; t < 2; t++)
-        if (t == 0 || pair)
-            d_x[at[t]] = (pair ? tile[1 - t] : tile[0])[lo_rev * row + hi_rev];
-}
-
-// One pass of a size-2^lg_n transform by decimation in frequency, four-step style: every
-// sub-transform of size 2^S is cut into 2^k-point columns at stride M = 2^(S-k) (column lo
-// holds its elements lo, lo + M, ...). Each column gets its DFT with the 2^k-th roots
-// (k radix-2 stages in shared memory; frequency k1 lands in row bitrev(k1)), then, unless
-// S == k, the twiddle ω_{2^S}^(lo·k1) that makes the rows of 2^(S-k) elements the next
-// pass's sub-transforms. After the last pass the whole vector is in bit-reversed order.
-// A block holds 2^lg_c columns: consecutive lo of one sub-transform (or, in the last pass,
-// consecutive sub-transforms), so its rows are contiguous in memory. tw[e] = ω^e, e < n/2.
-__device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k,
-                                             uint32_t lg_c, const fr_t* tw)
-{
-    // Raw words: a __shared__ array of fr_t would need a (forbidden) dynamic initialiser.
     __shared__ __align__(32) uint32_t s_words[(sizeof(fr_t) / sizeof(uint32_t)) << LG_PASS];
     __shared__ __align__(32) uint32_t r_words[(sizeof(fr_t) / sizeof(uint32_t)) << (LG_PASS_K - 1)];
-    fr_t* s = reinterpret_cast<fr_t*>(s_words);
-    fr_t* roots = reinterpret_cast<fr_t*>(r_words);
-    const uint32_t t = threadIdx.x, T = blockDim.x;
-    const uint32_t lg_m = S - k, C = 1u << lg_c, rows = 1u << k, elems = C << k;
-    const size_t col0 = (size_t)blockIdx.x << lg_c, m_mask = ((size_t)1 << lg_m) - 1;
-    // Element e of the block: column c, row j, and its index in d_x.
-    auto place = [&](uint32_t e, uint32_t& c, uint32_t& j) -> size_t {
-        if (lg_m == 0) {
-            c = e >> k;
-            j = e & (rows - 1);
-        } else {
-            c = e & (C - 1);
-            j = e >> lg_c;
-        }
-        const size_t col = col0 + c;
-        return ((col >> lg_m) << S) + ((size_t)j << lg_m) + (col & m_mask);
-    };
-    uint32_t c, j;
-    for (uint32_t e = t; e < elems; e += T) {
-        const size_t i = place(e, c, j);
-        s[j * C + c] = d_x[i];
-    }
-    for (uint32_t i = t; i < rows / 2; i += T)
+    roots = reinterpret_cast<fr_t*>(r_words);
+    return reinterpret_cast<fr_t*>(s_words);
+}
+
+// The k radix-2 DIF stages of a block's 2^lg_c columns of 2^k elements, in shared memory
+// (row j of column c at s[j·C + c], loaded by the caller): frequency k1 lands in row
+// bitrev(k1). The stages' roots ω_{2^k}^q = tw[q·2^(lg_n − k)] go to `roots` first.
+__device__ __forceinline__ void dif_stages(fr_t* s, fr_t* roots, uint32_t k, uint32_t lg_c, uint32_t lg_n,
+                                           const fr_t* tw)
+{
+    const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
+    for (uint32_t i = t; i < (1u << k) / 2; i += T)
         roots[i] = tw[(size_t)i << (lg_n - k)];
     __syncthreads();
     for (uint32_t r = k; r >= 1; r--) {
@@ -132,20 +68,78 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
         }
         __syncthreads();
     }
+}
+
+// One pass of a size-2^lg_n transform by decimation in frequency, four-step style: every
+// sub-transform of size 2^S is cut into 2^k-point columns at stride M = 2^(S-k) (column lo
+// holds its elements lo, lo + M, ...). Each column gets its DFT with the 2^k-th roots
+// (k radix-2 stages in shared memory; frequency k1 lands in row bitrev(k1)), then the twiddle
+// ω_{2^S}^(lo·k1) that makes the rows of 2^(S-k) elements the next pass's sub-transforms
+// (S > k: every pass but the last, ntt_dif_last_pass). A block holds 2^lg_c consecutive lo of
+// one sub-transform, so its rows are contiguous in memory. tw[e] = ω^e, e < n/2.
+__device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k,
+                                             uint32_t lg_c, const fr_t* tw)
+{
+    fr_t* roots;
+    fr_t* s = pass_shared(roots);
+    const uint32_t t = threadIdx.x, T = blockDim.x;
+    const uint32_t lg_m = S - k, C = 1u << lg_c, elems = C << k;
+    const size_t col0 = (size_t)blockIdx.x << lg_c, m_mask = ((size_t)1 << lg_m) - 1;
+    // Element e of the block: column c, row j, and its index in d_x.
+    auto place = [&](uint32_t e, uint32_t& c, uint32_t& j) -> size_t {
+        c = e & (C - 1);
+        j = e >> lg_c;
+        const size_t col = col0 + c;
+        return ((col >> lg_m) << S) + ((size_t)j << lg_m) + (col & m_mask);
+    };
+    uint32_t c, j;
+    for (uint32_t e = t; e < elems; e += T) {
+        const size_t i = place(e, c, j);
+        s[j * C + c] = d_x[i];
+    }
+    dif_stages(s, roots, k, lg_c, lg_n, tw);
     const size_t half = (size_t)1 << (lg_n - 1);
     for (uint32_t e = t; e < elems; e += T) {
         const size_t i = place(e, c, j);
         fr_t v = s[j * C + c];
-        if (lg_m) {
-            const size_t lo = (col0 + c) & m_mask, k1 = __brev(j) >> (32 - k);
-            const size_t exp = (lo * k1) << (lg_n - S); // < 2^lg_n
-            if (exp) {
-                fr_t w = tw[exp & (half - 1)];
-                w.cneg(exp >= half); // ω^(n/2) = -1
-                v = v * w;
-            }
+        const size_t lo = (col0 + c) & m_mask, k1 = __brev(j) >> (32 - k);
+        const size_t exp = (lo * k1) << (lg_n - S); // < 2^lg_n
+        if (exp) {
+            fr_t w = tw[exp & (half - 1)];
+            w.cneg(exp >= half); // ω^(n/2) = -1
+            v = v * w;
         }
         d_x[i] = v;
+    }
+}
+
+// The last pass (S = k), out of place into natural order: block b takes the 2^lg_c
+// sub-transforms (columns of 2^k contiguous elements) whose indices reversed in L = lg_n − k
+// bits are r = b·2^lg_c + c, and writes row j of column r to out[bitrev_k(j)·2^L + r]: where
+// the bit reversal after the DIF would put it, each row's 2^lg_c elements contiguous. With
+// power tables (pw_lo not null), out[i] is also multiplied by scale·b^i.
+__device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k,
+                                                  uint32_t lg_c, const fr_t* tw, const fr_t* pw_lo,
+                                                  const fr_t* pw_hi, fr_t scale)
+{
+    fr_t* roots;
+    fr_t* s = pass_shared(roots);
+    const uint32_t t = threadIdx.x, T = blockDim.x;
+    const uint32_t L = lg_n - k, C = 1u << lg_c, rows = 1u << k, elems = C << k;
+    const uint32_t r0 = blockIdx.x << lg_c;
+    for (uint32_t e = t; e < elems; e += T) { // consecutive threads read along a column
+        const uint32_t c = e >> k, j = e & (rows - 1);
+        const size_t col = L ? __brev(r0 + c) >> (32 - L) : 0;
+        s[j * C + c] = d_x[(col << k) + j];
+    }
+    dif_stages(s, roots, k, lg_c, lg_n, tw);
+    for (uint32_t e = t; e < elems; e += T) { // and write along a row
+        const uint32_t c = e & (C - 1), j = e >> lg_c;
+        const size_t i = ((size_t)(__brev(j) >> (32 - k)) << L) + r0 + c;
+        fr_t v = s[j * C + c];
+        if (pw_lo)
+            v = v * (scale * table_pow(pw_lo, pw_hi, (uint32_t)i));
+        d_out[i] = v;
     }
 }
 

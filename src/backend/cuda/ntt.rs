@@ -24,12 +24,14 @@ pub enum Transform {
     CosetIntt,
 }
 
-/// Device buffers and tables of one domain size: a, b, c (h is left in a) and the twiddle and
-/// coset tables, computed on the device.
+/// Device buffers and tables of one domain size: a, b, c (h is left in a), the spare vector a
+/// transform writes into and swaps with its input, and the twiddle and coset tables, computed
+/// on the device.
 #[derive(Debug)]
 pub(crate) struct DeviceDomain {
     pub(crate) roots: Roots,
     pub(crate) abc: [DeviceVec<Scalar>; 3],
+    spare: DeviceVec<Scalar>,
     omega: Twiddles,
     omega_inv: Twiddles,
     g: PowerTables,
@@ -43,6 +45,7 @@ impl DeviceDomain {
         let m = 1usize << roots.lg_m;
         Ok(DeviceDomain {
             abc: [DeviceVec::new(m)?, DeviceVec::new(m)?, DeviceVec::new(m)?],
+            spare: DeviceVec::new(m)?,
             omega: k.twiddles(roots.omega, m, stream)?,
             omega_inv: k.twiddles(roots.omega_inv, m, stream)?,
             g: k.power_tables(Roots::g(), m, stream)?,
@@ -57,42 +60,38 @@ impl DeviceDomain {
         self.abc[0].len()
     }
 
-    /// Enqueues one transform of `x` (of this domain's size), in place.
-    pub(crate) fn transform(&self, k: &NttKernels, stream: &Stream, x: &DeviceVec<Scalar>, t: Transform) -> Result<()> {
+    /// Enqueues one transform of abc[i]; the result is abc[i] after (its buffer may change).
+    pub(crate) fn transform(&mut self, k: &NttKernels, stream: &Stream, i: usize, t: Transform) -> Result<()> {
+        let (x, spare, m_inv) = (&mut self.abc[i], &mut self.spare, self.roots.m_inv);
         match t {
-            Transform::Ntt => k.ntt(stream, x, &self.omega),
-            Transform::Intt => {
-                k.ntt(stream, x, &self.omega_inv)?;
-                k.scale_by_powers(stream, x, &self.ones, self.roots.m_inv)
-            }
+            Transform::Ntt => k.ntt(stream, x, spare, &self.omega, None),
+            Transform::Intt => k.ntt(stream, x, spare, &self.omega_inv, Some((&self.ones, m_inv))),
             Transform::CosetNtt => {
                 k.scale_by_powers(stream, x, &self.g, Scalar::ONE)?;
-                k.ntt(stream, x, &self.omega)
+                k.ntt(stream, x, spare, &self.omega, None)
             }
-            Transform::CosetIntt => {
-                k.ntt(stream, x, &self.omega_inv)?;
-                k.scale_by_powers(stream, x, &self.g_inv, self.roots.m_inv)
-            }
+            Transform::CosetIntt => k.ntt(stream, x, spare, &self.omega_inv, Some((&self.g_inv, m_inv))),
         }
     }
 
     /// Enqueues the h stage on a, b, c (already on the device), recording `steps[0..4]` after
     /// its four steps: iNTT and the shift to gH (×gⁱ/m), the coset NTT, the quotient by Z, and
     /// the coset iNTT with the shift back. h is left in a.
-    pub(crate) fn h(&self, k: &NttKernels, stream: &Stream, steps: &[Event]) -> Result<()> {
-        let [a, b, c] = &self.abc;
-        for x in &self.abc {
-            k.ntt(stream, x, &self.omega_inv)?;
-            k.scale_by_powers(stream, x, &self.g, self.roots.m_inv)?; // coefficients, shifted to gH
+    pub(crate) fn h(&mut self, k: &NttKernels, stream: &Stream, steps: &[Event]) -> Result<()> {
+        let m_inv = self.roots.m_inv;
+        for x in &mut self.abc {
+            // coefficients, shifted to gH
+            k.ntt(stream, x, &mut self.spare, &self.omega_inv, Some((&self.g, m_inv)))?;
         }
         steps[0].record(stream).map_err(from_cust)?;
-        for x in &self.abc {
-            k.ntt(stream, x, &self.omega)?;
+        for x in &mut self.abc {
+            k.ntt(stream, x, &mut self.spare, &self.omega, None)?;
         }
         steps[1].record(stream).map_err(from_cust)?;
+        let [a, b, c] = &self.abc;
         k.quotient(stream, [a, b, c], self.roots.z_inv_on_coset)?;
         steps[2].record(stream).map_err(from_cust)?;
-        self.transform(k, stream, a, Transform::CosetIntt)?;
+        self.transform(k, stream, 0, Transform::CosetIntt)?;
         steps[3].record(stream).map_err(from_cust)
     }
 }

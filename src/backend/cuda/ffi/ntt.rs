@@ -16,8 +16,6 @@ const LG_PASS: u32 = 10;
 const LG_PASS_K: u32 = 8;
 /// log₂ of the low power table's length (`LG_TW_LO` in ntt.cuh).
 const LG_TW_LO: u32 = 12;
-/// log₂ of a bit-reversal tile's side (`LG_TILE` in ntt.cuh): a tile is one block's threads.
-const LG_TILE: u32 = 4;
 
 /// The twiddles of one root w on the device: w^e for e < n/2, one flat table.
 #[derive(Debug)]
@@ -35,9 +33,8 @@ pub(crate) struct PowerTables {
 /// The h stage's kernels, looked up once.
 #[derive(Debug)]
 pub(crate) struct NttKernels {
-    bit_reverse: Function,
-    bit_reverse_tiles: Function,
     dif_pass: Function,
+    dif_last_pass: Function,
     scale_by_powers: Function,
     quotient: Function,
     powers: Function,
@@ -46,9 +43,8 @@ pub(crate) struct NttKernels {
 impl NttKernels {
     pub(crate) fn new(fatbin: &Fatbin) -> Result<Self> {
         Ok(NttKernels {
-            bit_reverse: fatbin.function("g16_bit_reverse")?,
-            bit_reverse_tiles: fatbin.function("g16_bit_reverse_tiles")?,
             dif_pass: fatbin.function("g16_ntt_dif_pass")?,
+            dif_last_pass: fatbin.function("g16_ntt_dif_last_pass")?,
             scale_by_powers: fatbin.function("g16_scale_by_powers")?,
             quotient: fatbin.function("g16_quotient")?,
             powers: fatbin.function("g16_powers")?,
@@ -77,51 +73,55 @@ impl NttKernels {
         Ok(PowerTables { lo: self.powers(base, lo_len, stream)?, hi: self.powers(step, hi_len, stream)?, covers })
     }
 
-    /// In place, the NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds:
-    /// ⌈lg_n/8⌉ decimation-in-frequency passes of balanced stage counts, then the bit reversal
-    /// back to natural order (in tiles from 2^(2·LG_TILE) elements).
+    /// The NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds, each output xᵢ
+    /// times c·bⁱ when `scale` is Some((b's tables, c)): ⌈lg_n/8⌉ decimation-in-frequency
+    /// passes of balanced stage counts, the last of which writes into `spare` in natural order
+    /// (the bit reversal in its stores). The two are then swapped: `x` holds the result.
     ///
     /// # Panics
-    /// If `x` is not a power of two long or `tw` does not hold the len/2 twiddles.
-    pub(crate) fn ntt(&self, stream: &Stream, x: &DeviceVec<Scalar>, tw: &Twiddles) -> Result<()> {
+    /// If `x` is not a power of two long, `spare` is shorter, `tw` does not hold the len/2
+    /// twiddles or the tables do not cover the length.
+    pub(crate) fn ntt(
+        &self,
+        stream: &Stream,
+        x: &mut DeviceVec<Scalar>,
+        spare: &mut DeviceVec<Scalar>,
+        tw: &Twiddles,
+        scale: Option<(&PowerTables, Scalar)>,
+    ) -> Result<()> {
         let lg_n = lg_len(x);
         if lg_n == 0 {
-            return Ok(());
+            return scale.map_or(Ok(()), |(pw, c)| self.scale_by_powers(stream, x, pw, c));
         }
         assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
+        assert!(spare.len() >= x.len(), "spare vector of {} < {}", spare.len(), x.len());
+        assert!(scale.is_none_or(|(pw, _)| pw.covers >= x.len()), "power tables short of {}", x.len());
         let (d_x, d_tw) = (Arg::Ptr(x.ptr()), Arg::Ptr(tw.0.ptr()));
         // The SAFETY argument of the launches below: argument types match the declarations in
-        // api.cu; `x` holds 2^lg_n elements and the table every twiddle below 2^(lg_n-1)
-        // (asserted), which is all that the passes index.
-        let passes = lg_n.div_ceil(LG_PASS_K);
-        let mut size = lg_n; // lg of the sub-transforms this pass cuts
-        for pass in 0..passes {
-            let k = size.div_ceil(passes - pass); // 1 <= k <= LG_PASS_K
-            let stride = size - k;
-            // Columns per block: 2^LG_PASS elements, within one sub-transform but the last.
-            let lg_c = (LG_PASS - k).min(if stride == 0 { lg_n - k } else { stride });
+        // api.cu; `x` and `spare` hold 2^lg_n elements and the table every twiddle below
+        // 2^(lg_n-1) (asserted), which is all that the passes index.
+        let plan = passes(lg_n, LG_PASS, LG_PASS_K);
+        let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
+        for &Pass { size, k, lg_c } in passes {
             let args = [d_x, Arg::U32(lg_n), Arg::U32(size), Arg::U32(k), Arg::U32(lg_c), d_tw];
             // SAFETY: as above; the 2^(lg_n-k-lg_c) blocks of 2^lg_c columns of 2^k elements
             // cover the vector once, 2^(k+lg_c) <= 2^LG_PASS elements each (the shared array).
             unsafe { launch(self.dif_pass, 1 << (lg_n - k - lg_c), THREADS, stream, &args)? };
-            size = stride;
         }
-        if lg_n >= 2 * LG_TILE {
-            // SAFETY: as above; one block of 2^(2·LG_TILE) threads per tile, 2^(lg_n − 2·LG_TILE)
-            // tiles: the kernel's index bits (hi, mid, lo) cover the vector once.
-            unsafe {
-                launch(
-                    self.bit_reverse_tiles,
-                    1 << (lg_n - 2 * LG_TILE),
-                    1 << (2 * LG_TILE),
-                    stream,
-                    &[d_x, Arg::U32(lg_n)],
-                )
-            }
-        } else {
-            // SAFETY: as above.
-            unsafe { launch(self.bit_reverse, blocks(x.len(), THREADS), THREADS, stream, &[d_x, Arg::U32(lg_n)]) }
-        }
+        let Pass { k, lg_c, .. } = *last;
+        let (lo, hi, c) = match scale {
+            Some((pw, c)) => (Arg::Ptr(pw.lo.ptr()), Arg::Ptr(pw.hi.ptr()), c),
+            None => (Arg::Ptr(0), Arg::Ptr(0), Scalar::ONE),
+        };
+        let args =
+            [d_x, Arg::Ptr(spare.ptr()), Arg::U32(lg_n), Arg::U32(k), Arg::U32(lg_c), d_tw, lo, hi, Arg::Fr(limbs(c))];
+        // SAFETY: as above; the 2^(lg_n-k-lg_c) blocks of 2^lg_c columns of 2^k elements read
+        // `x` once and write every index of `spare` once (i = bitrev_k(j)·2^(lg_n−k) + r over
+        // rows j and reversed columns r), 2^(k+lg_c) <= 2^LG_PASS elements each; the power
+        // tables, when given, cover every index (asserted).
+        unsafe { launch(self.dif_last_pass, 1 << (lg_n - k - lg_c), THREADS, stream, &args)? };
+        std::mem::swap(x, spare);
+        Ok(())
     }
 
     /// In place, xᵢ ← xᵢ·c·bⁱ with b's powers from `pw`.
@@ -156,8 +156,123 @@ impl NttKernels {
     }
 }
 
+/// One pass of the NTT: it cuts sub-transforms of 2^size elements into columns of 2^k, a
+/// block taking 2^lg_c of them (ntt.cuh); the last pass has size = k.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pass {
+    size: u32,
+    k: u32,
+    lg_c: u32,
+}
+
+/// The passes of a 2^lg_n transform (lg_n ≥ 1) with 2^lg_pass elements a block and at most
+/// lg_pass_k stages a pass: ⌈lg_n/lg_pass_k⌉ passes of balanced stage counts.
+fn passes(lg_n: u32, lg_pass: u32, lg_pass_k: u32) -> Vec<Pass> {
+    let count = lg_n.div_ceil(lg_pass_k);
+    let mut size = lg_n; // lg of the sub-transforms this pass cuts
+    (0..count)
+        .map(|pass| {
+            let k = size.div_ceil(count - pass); // 1 <= k <= lg_pass_k
+                                                 // Columns per block: 2^lg_pass elements, within one sub-transform but the last.
+            let lg_c = (lg_pass - k).min(if size == k { lg_n - k } else { size - k });
+            let this = Pass { size, k, lg_c };
+            size -= k;
+            this
+        })
+        .collect()
+}
+
 /// log₂ of the length, which must be a power of two.
 fn lg_len(x: &DeviceVec<Scalar>) -> u32 {
     assert!(x.len().is_power_of_two(), "device vector of {} elements is not a power of two", x.len());
     x.len().trailing_zeros()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Domain, Roots};
+
+    fn bitrev(v: usize, bits: u32) -> usize {
+        if bits == 0 {
+            0
+        } else {
+            v.reverse_bits() >> (usize::BITS - bits)
+        }
+    }
+
+    /// The transform as ntt.cuh computes it, block by block, on the host: the same passes,
+    /// shared-memory layout, butterflies, twiddles and last-pass loads and stores.
+    fn modelled_ntt(x: &[Scalar], omega: Scalar, lg_pass: u32, lg_pass_k: u32) -> Vec<Scalar> {
+        let (n, lg_n) = (x.len(), x.len().trailing_zeros());
+        let tw: Vec<Scalar> = std::iter::successors(Some(Scalar::ONE), |w| Some(w * omega)).take(n / 2).collect();
+        let (mut d, mut out) = (x.to_vec(), vec![Scalar::ZERO; n]);
+        let plan = passes(lg_n, lg_pass, lg_pass_k);
+        for (p, &Pass { size, k, lg_c }) in plan.iter().enumerate() {
+            let (last, cols, rows, lg_m) = (p + 1 == plan.len(), 1usize << lg_c, 1usize << k, size - k);
+            let roots: Vec<Scalar> = (0..rows / 2).map(|i| tw[i << (lg_n - k)]).collect();
+            for block in 0..1usize << (lg_n - k - lg_c) {
+                let col0 = block << lg_c;
+                let index = |c: usize, j: usize| match last {
+                    true => (bitrev(col0 + c, lg_n - k) << k) + j,
+                    false => (((col0 + c) >> lg_m) << size) + (j << lg_m) + ((col0 + c) & ((1 << lg_m) - 1)),
+                };
+                let mut s = vec![Scalar::ZERO; cols * rows];
+                for (c, j) in (0..cols).flat_map(|c| (0..rows).map(move |j| (c, j))) {
+                    s[j * cols + c] = d[index(c, j)];
+                }
+                for r in (1..=k).rev() {
+                    let (h, lg_g) = (1usize << (r - 1), k - r);
+                    for u in 0..cols * rows / 2 {
+                        let (cu, gq) = (u & (cols - 1), u >> lg_c);
+                        let (q, p0) = (gq >> lg_g, ((gq & ((1 << lg_g) - 1)) << r) + (gq >> lg_g));
+                        let (a, b) = (s[p0 * cols + cu], s[(p0 + h) * cols + cu]);
+                        s[p0 * cols + cu] = a + b;
+                        s[(p0 + h) * cols + cu] = if q == 0 { a - b } else { (a - b) * roots[q << (k - r)] };
+                    }
+                }
+                for (c, j) in (0..cols).flat_map(|c| (0..rows).map(move |j| (c, j))) {
+                    let v = s[j * cols + c];
+                    if last {
+                        out[(bitrev(j, k) << (lg_n - k)) + col0 + c] = v;
+                    } else {
+                        let exp = (((col0 + c) & ((1 << lg_m) - 1)) * bitrev(j, k)) << (lg_n - size);
+                        let w = tw[exp & (n / 2 - 1)];
+                        d[index(c, j)] = match exp {
+                            0 => v,
+                            e if e >= n / 2 => -(v * w),
+                            _ => v * w,
+                        };
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_kernels_passes_and_natural_order_stores_give_the_cpu_transform() {
+        // The kernels' pass shape (2^10 elements a block, 8 stages a pass) and smaller ones,
+        // so that small transforms take several passes, several blocks and several columns.
+        for (lg_pass, lg_pass_k) in [(LG_PASS, LG_PASS_K), (4, 3), (3, 2), (2, 1)] {
+            for lg_n in 1..=if lg_pass == LG_PASS { 17 } else { 11 } {
+                let n = 1usize << lg_n;
+                let x: Vec<Scalar> = (0..n as u64).map(|i| Scalar::from(i * i + 7)).collect();
+                let mut expected = x.clone();
+                Domain::new(n).unwrap().ntt(&mut expected);
+                let got = modelled_ntt(&x, Roots::new(n).unwrap().omega, lg_pass, lg_pass_k);
+                assert!(got == expected, "2^{lg_n}, blocks of 2^{lg_pass}, passes of {lg_pass_k} stages");
+            }
+        }
+    }
+
+    #[test]
+    fn passes_cover_every_stage_within_the_shared_memory() {
+        for lg_n in 1..=28 {
+            let plan = passes(lg_n, LG_PASS, LG_PASS_K);
+            assert_eq!(plan.iter().map(|p| p.k).sum::<u32>(), lg_n);
+            assert!(plan.iter().all(|p| p.k <= LG_PASS_K && p.k + p.lg_c <= LG_PASS), "{plan:?}");
+            assert_eq!(plan.last().map(|p| p.size == p.k), Some(true));
+        }
+    }
 }
