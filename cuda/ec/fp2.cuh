@@ -2,8 +2,9 @@
 //
 // Fp2 = Fp[u]/(u² + 1), the field of BLS12-381's G2 coordinates, over sppark's fp_t. One
 // thread holds both coefficients (c0 + c1·u), in blst's blst_fp2 layout, so G2 points load
-// from the proving key as they are. Products by Karatsuba: 3 base-field products, 2 for a
-// square. Only what the curve layer (ec/xyzz.cuh) needs.
+// from the proving key as they are. Products as dot products reduced once (4 base-field
+// products, 2 reductions), squares by (a0 + a1)(a0 − a1) (2 products). Only what the curve
+// layer (ec/xyzz.cuh) needs.
 #ifndef PINPROVE_EC_FP2_CUH
 #define PINPROVE_EC_FP2_CUH
 
@@ -30,14 +31,14 @@ template<class fp> struct fp2_t {
     friend __device__ __forceinline__ fp2_t operator-(const fp2_t& a, const fp2_t& b)
     {   fp2_t r; r.c0 = a.c0 - b.c0; r.c1 = a.c1 - b.c1; return r;   }
 
-    // (a0 + a1·u)(b0 + b1·u) = a0b0 − a1b1 + ((a0 + a1)(b0 + b1) − a0b0 − a1b1)·u
+    // (a0 + a1·u)(b0 + b1·u) = (a0b0 − a1b1) + (a0b1 + a1b0)·u, each part one dot product
+    // (sppark's: two products, one reduction), where Karatsuba's three products take three
+    // reductions and four more additions.
     friend __device__ __noinline__ fp2_t mul(const fp2_t& a, const fp2_t& b)
     {
-        fp t0 = a.c0 * b.c0;
-        fp t1 = a.c1 * b.c1;
         fp2_t r;
-        r.c1 = (a.c0 + a.c1) * (b.c0 + b.c1) - t0 - t1;
-        r.c0 = t0 - t1;
+        r.c0 = fp::dot_product(a.c0, b.c0, -a.c1, b.c1);
+        r.c1 = fp::dot_product(a.c0, b.c1, a.c1, b.c0);
         return r;
     }
 
