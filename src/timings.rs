@@ -54,8 +54,11 @@ pub struct PartitionTimings {
     /// Wall time the proving thread spent on this partition, all stages and checkin included
     /// (named for the device it drives; on the CPU backend, the time of the CPU kernels).
     pub gpu_busy: Duration,
-    /// Verifying the proof, on the compute pool after the proving thread let go of it (zero
-    /// when [`Config::verify_proofs`](crate::Config::verify_proofs) is off).
+    /// Assembling the proof from the MSM sums and r, s, on the compute pool after the proving
+    /// thread let go of the partition.
+    pub assemble: Duration,
+    /// Verifying the proof, on the compute pool after its assembly (zero when
+    /// [`Config::verify_proofs`](crate::Config::verify_proofs) is off).
     pub verify: Duration,
     /// Whether a/b/c were pinned (false for the CPU backend's heap pool and for fallbacks; the
     /// CUDA backend copies such partitions through its pinned staging buffers).
@@ -171,6 +174,7 @@ impl PartitionTimings {
             msm_steps: acc.msm_steps + t.msm_steps,
             device_end: acc.device_end.max(t.device_end),
             gpu_busy: acc.gpu_busy + t.gpu_busy,
+            assemble: acc.assemble + t.assemble,
             verify: acc.verify + t.verify,
             pinned: acc.pinned || t.pinned,
             ..acc
@@ -187,8 +191,8 @@ impl PartitionTimings {
 impl PartitionTimings {
     /// The timings as a Chrome trace (the JSON array format that Perfetto and
     /// chrome://tracing load): one track per synthesis worker and per proving thread, one for
-    /// each device's stages (copies, NTT steps, each MSM; CUDA backend), and one for proof
-    /// verification. Device stages are drawn from the moment their proving thread took the
+    /// each device's stages (copies, NTT steps, each MSM; CUDA backend), and one for the proofs'
+    /// assembly and verification. Device stages are drawn from the moment their proving thread took the
     /// partition, one after the other, with their device-measured lengths.
     pub fn chrome_trace(timings: &[PartitionTimings]) -> String {
         let mut events: Vec<String> = Vec::new();
@@ -209,8 +213,15 @@ impl PartitionTimings {
             event(worker, format!("synthesis {worker}"), format!("synthesize {job}"), t.synthesis_start, t.synthesis);
             let proving = 1000 + t.device;
             event(proving, format!("proving thread {}", t.device), format!("prove {job}"), t.proving_start, t.gpu_busy);
-            let verify_start = t.proving_start + t.gpu_busy;
-            event(3000, "verification".into(), format!("verify {job}"), verify_start, t.verify);
+            let assemble_start = t.proving_start + t.gpu_busy;
+            event(3000, "assembly, verification".into(), format!("assemble {job}"), assemble_start, t.assemble);
+            event(
+                3000,
+                "assembly, verification".into(),
+                format!("verify {job}"),
+                assemble_start + t.assemble,
+                t.verify,
+            );
             let n = &t.ntt_steps;
             let m = &t.msm_steps;
             let stages = [

@@ -26,8 +26,8 @@ const VERIFY: RGBColor = RGBColor(0, 150, 136);
 
 /// Draws `timings` as a timeline into `path`: synthesis (blue) per worker; proving threads
 /// (yellow); each device's copies (grey), NTT steps (green), G1 MSMs (red) and G2 MSM
-/// (purple), placed from the moment their proving thread took the partition; verification
-/// (teal) on the compute pool.
+/// (purple), placed from the moment their proving thread took the partition; the proofs'
+/// assembly and verification (teal) on the compute pool.
 pub fn timeline(path: &str, title: &str, timings: &[PartitionTimings]) -> Result<(), Box<dyn Error>> {
     let workers = timings.iter().map(|t| t.synthesis_worker + 1).max().unwrap_or(1);
     let devices = timings.iter().map(|t| t.device + 1).max().unwrap_or(1);
@@ -37,7 +37,7 @@ pub fn timeline(path: &str, title: &str, timings: &[PartitionTimings]) -> Result
     if on_device {
         rows.extend((0..devices).map(|d| format!("device {d}")));
     }
-    rows.push("verification".into());
+    rows.push("assembly, verification".into());
     let s = |d: Duration| d.as_secs_f64();
     let mut bars = Vec::new();
     for t in timings {
@@ -49,7 +49,7 @@ pub fn timeline(path: &str, title: &str, timings: &[PartitionTimings]) -> Result
         };
         bars.push(bar(t.synthesis_worker, t.synthesis_start, t.synthesis, SYNTHESIS));
         bars.push(bar(workers + t.device, t.proving_start, t.gpu_busy, PROVING));
-        bars.push(bar(rows.len() - 1, t.proving_start + t.gpu_busy, t.verify, VERIFY));
+        bars.push(bar(rows.len() - 1, t.proving_start + t.gpu_busy, t.assemble + t.verify, VERIFY));
         if on_device {
             let row = workers + devices + t.device;
             let n = &t.ntt_steps;

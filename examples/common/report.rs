@@ -61,7 +61,7 @@ pub fn run_batch(
 
 type Stage = fn(&PartitionTimings) -> Duration;
 
-const STAGES: [(&str, Stage); 19] = [
+const STAGES: [(&str, Stage); 20] = [
     ("synthesis", |t| t.synthesis),
     ("queue wait", |t| t.queue_wait),
     ("input wait", |t| t.input_wait),
@@ -80,7 +80,8 @@ const STAGES: [(&str, Stage); 19] = [
     ("msm: b (G2)", |t| t.msm_steps.b_g2),
     ("msm", |t| t.msm),
     ("busy", |t| t.gpu_busy),
-    ("verify (compute pool)", |t| t.verify),
+    ("assemble (compute)", |t| t.assemble),
+    ("verify (compute)", |t| t.verify),
 ];
 
 /// Prints one batch: `proofs` proofs in `wall`, their partitions' timings and the pool's stats.

@@ -264,6 +264,7 @@ fn proofs_that_do_not_verify_are_errors_unless_verification_is_off() {
     assert!(matches!(results[2], Err(Error::ProofInvalid { job: 2 })), "{:?}", results[2]);
     let timings = prover.take_timings();
     assert!(timings.iter().all(|t| t.verify > Duration::ZERO), "verification is timed: {timings:?}");
+    assert!(timings.iter().all(|t| t.assemble > Duration::ZERO), "assembly is timed: {timings:?}");
     assert_balanced(&prover.pool().stats());
 
     // Opted out, the same jobs prove: the caller is trusted to verify.
@@ -271,7 +272,8 @@ fn proofs_that_do_not_verify_are_errors_unless_verification_is_off() {
     let results = unchecked.prove(vec![twice, lie]).unwrap();
     assert!(!verify_proof(&pvk, results[0].as_ref().unwrap(), &[twice.y()]).unwrap());
     assert!(!verify_proof(&pvk, results[1].as_ref().unwrap(), &[lie.y()]).unwrap());
-    assert!(unchecked.take_timings().iter().all(|t| t.verify == Duration::ZERO));
+    let timings = unchecked.take_timings();
+    assert!(timings.iter().all(|t| t.verify == Duration::ZERO && t.assemble > Duration::ZERO), "{timings:?}");
 }
 
 /// A chain that waits at a gate before synthesizing: a circuit still running when the test

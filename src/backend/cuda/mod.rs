@@ -4,10 +4,11 @@
 //! (uploaded once, resident: `key.rs`) and the device buffers of its partitions (allocated
 //! once, reused). Per partition: async H2D of a/b/c, then of the aux, A and B scalars on a
 //! second stream while the h stage (`ntt.rs`) runs (pinned buffers go straight to the DMA
-//! engine, pageable ones through two pinned staging chunks); the h stage leaves h on the device; the five MSMs (`msm.rs`), G2 included,
-//! on the device; the host only adds up each MSM's window sums and assembles the proof. Every
-//! copy is guarded by an `InFlight` that waits for the stream, so buffers return to the pool
-//! only after the GPU is done with them. Timings come from CUDA events.
+//! engine, pageable ones through two pinned staging chunks); the h stage leaves h on the
+//! device; the five MSMs (`msm.rs`), G2 included, on the device; the host only adds up each
+//! MSM's window sums (the pipeline assembles the proof on its compute pool). Every copy is
+//! guarded by an `InFlight` that waits for the stream, so buffers return to the pool only
+//! after the GPU is done with them. Timings come from CUDA events.
 //!
 //! Layers: `device.rs` (the device, its context and lock), `key.rs`, `ntt.rs`, `msm.rs`, and
 //! `ffi/`, the only raw driver calls and kernel launches. Data flows one way: the pipeline
