@@ -1,11 +1,14 @@
 //! Criterion benches: pool checkout (reuse against fresh allocation), the NTT from 2^16 to 2^20,
-//! the CPU MSM against blst's own call at 2^12…2^20 in G1 and G2, and the whole pipeline on a
-//! small batch. CI runs each once (`-- --test`) to keep them alive.
+//! the CPU MSM against blst's own call at 2^12…2^20 in G1 and G2, synthesis of the benchmark
+//! chains into pool buffers, and the whole pipeline on a small batch. CI runs each once
+//! (`-- --test`) to keep them alive.
 
 #[path = "../examples/common/mod.rs"]
 mod common;
 
 use blstrs::Scalar;
+use common::shapes::{Chain, Shape};
+use common::timing_key::timing_key;
 use common::MimcChain;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use ff::Field;
@@ -80,6 +83,20 @@ fn cpu_msm(c: &mut Criterion) {
     group.finish();
 }
 
+fn synthesis(c: &mut Criterion) {
+    let lg_m = 16;
+    let pool = PinnedPool::new(PoolConfig::default());
+    let mut group = c.benchmark_group("synthesis");
+    group.throughput(Throughput::Elements(1 << lg_m));
+    for shape in [Shape::Dense, Shape::Sparse] {
+        let key = timing_key(shape, lg_m, 1);
+        group.bench_function(format!("{} chain 2^{lg_m} (constraints)", shape.name()), |b| {
+            b.iter(|| pinprove::synth::synthesize(Chain::new(shape, lg_m, 3), &key, &pool).unwrap())
+        });
+    }
+    group.finish();
+}
+
 fn pipeline(c: &mut Criterion) {
     let lg_m = 10;
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
@@ -101,6 +118,6 @@ fn pipeline(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = pool, ntt, cpu_msm, pipeline
+    targets = pool, ntt, cpu_msm, synthesis, pipeline
 }
 criterion_main!(benches);
