@@ -191,9 +191,9 @@ impl PartitionTimings {
 impl PartitionTimings {
     /// The timings as a Chrome trace (the JSON array format that Perfetto and
     /// chrome://tracing load): one track per synthesis worker and per proving thread, one for
-    /// each device's stages (copies, NTT steps, each MSM; CUDA backend), and one for the proofs'
-    /// assembly and verification. Device stages are drawn from the moment their proving thread took the
-    /// partition, one after the other, with their device-measured lengths.
+    /// each device's stages (copies, NTT steps, each MSM; CUDA backend), and one for the
+    /// proofs' assembly and verification. Device stages are drawn from the moment their proving
+    /// thread took the partition, one after the other, with their device-measured lengths.
     pub fn chrome_trace(timings: &[PartitionTimings]) -> String {
         let mut events: Vec<String> = Vec::new();
         let mut tracks = std::collections::BTreeMap::new();
@@ -213,15 +213,11 @@ impl PartitionTimings {
             event(worker, format!("synthesis {worker}"), format!("synthesize {job}"), t.synthesis_start, t.synthesis);
             let proving = 1000 + t.device;
             event(proving, format!("proving thread {}", t.device), format!("prove {job}"), t.proving_start, t.gpu_busy);
-            let assemble_start = t.proving_start + t.gpu_busy;
-            event(3000, "assembly, verification".into(), format!("assemble {job}"), assemble_start, t.assemble);
-            event(
-                3000,
-                "assembly, verification".into(),
-                format!("verify {job}"),
-                assemble_start + t.assemble,
-                t.verify,
-            );
+            let mut on_pool = t.proving_start + t.gpu_busy;
+            for (step, length) in [("assemble", t.assemble), ("verify", t.verify)] {
+                event(3000, "assembly, verification".into(), format!("{step} {job}"), on_pool, length);
+                on_pool += length;
+            }
             let n = &t.ntt_steps;
             let m = &t.msm_steps;
             let stages = [

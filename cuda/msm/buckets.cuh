@@ -11,7 +11,8 @@
 // into one set of buckets and takes its points from its own copy of the bases; zero digits
 // (zero scalars, and the upper windows of small ones) put it nowhere, so a scalar 1 costs one
 // addition and a scalar 0 none. A counting sort groups the entries by key: count (which keeps
-// the digits), scan (scan.cuh), scatter (over shifted bases in two passes: bin, place).
+// the digits), scan (scan.cuh), scatter (for large plans over shifted bases in two passes:
+// bin, place).
 // Entries are point index | sign << 31; their order inside a bucket does not matter, since the
 // sums are exact.
 #ifndef PINPROVE_MSM_BUCKETS_CUH
@@ -87,7 +88,8 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
 // keys. Block b takes window b / ⌈n/blockDim⌉, so over plain bases the blocks in flight write
 // into one window's entries (n words, 64 MB at 2^24, not all windows' 14 times that) and their
 // partial writes meet in the L2 cache rather than in DRAM. Over shifted bases every window's
-// entries spread over all the shared buckets: their scatter is binned (below).
+// entries spread over all the shared buckets: once they overflow the L2 cache their scatter
+// is binned (below).
 __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t window_points,
                                             uint32_t* cursor, uint32_t* entries)
 {

@@ -151,7 +151,8 @@ __device__ __forceinline__ void powers(fr_t* out, uint32_t n, fr_t base)
         out[i] = base ^ i;
 }
 
-// x[i] *= c * g^i: the coset shift fused with the 1/m of an inverse transform.
+// x[i] *= c·b^i: the coset shift before a coset NTT (inverse transforms scale in their last
+// pass), and the whole scaling of a one-element transform.
 __device__ __forceinline__ void scale_by_powers(fr_t* d_x, uint32_t lg_n, const fr_t* pw_lo,
                                                 const fr_t* pw_hi, fr_t c)
 {

@@ -96,6 +96,15 @@ impl DeviceMsm for G2Projective {
     }
 }
 
+/// Why a device MSM's result is wrong, or `None` when it equals `expected`.
+fn verdict<G: PartialEq>(got: pinprove::Result<G>, expected: &G) -> Option<String> {
+    match got {
+        Ok(got) if &got == expected => None,
+        Ok(_) => Some("differs from the CPU".to_string()),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// Runs every MSM case of G1 or G2 over plain bases and over shifted ones, collecting the
 /// failures. A case without a window runs over all of `bases` (shifted for the pipeline's
 /// choice); a case with one over its first n bases, shifted for that window.
@@ -111,15 +120,10 @@ fn msm_cases<G: DeviceMsm>(
         let s = scalars(kind, n, i as u64);
         let expected = msm::<G>(&bases[..n], &s);
         let case = format!("n = {n}, {kind:?}, window {window:?}");
-        let verdict = |got: pinprove::Result<G>| match got {
-            Ok(got) if got == expected => None,
-            Ok(_) => Some("differs from the CPU".to_string()),
-            Err(e) => Some(e.to_string()),
-        };
         let plain = match (window, G::msm(gpu, &plain, &s, window)) {
             (Some(22..), Err(Error::Shape { .. })) => None, // plain bases refuse windows over 21 bits
             (Some(c @ 22..), got) => Some(format!("a window of {c} bits not refused: {:?}", got.map(|_| ()))),
-            (_, got) => verdict(got),
+            (_, got) => verdict(got, &expected),
         };
         failures.extend(plain.map(|f| format!("plain: {case}: {f}")));
         let got = match window {
@@ -127,7 +131,7 @@ fn msm_cases<G: DeviceMsm>(
             Some(c) => G::upload(gpu, &bases[..n], BasesLayout::Shifted { window: Some(c) })
                 .and_then(|own| G::msm(gpu, &own, &s, None)),
         };
-        failures.extend(verdict(got).map(|f| format!("shifted: {case}: {f}")));
+        failures.extend(verdict(got, &expected).map(|f| format!("shifted: {case}: {f}")));
     }
     failures
 }
@@ -214,16 +218,13 @@ where
         folded[i % distinct.len()] += x;
     }
     let expected = msm::<G>(distinct, &folded);
-    let mut failures = Vec::new();
-    for layout in [BasesLayout::Plain, BasesLayout::Shifted { window: None }] {
-        let got = G::upload(gpu, &bases, layout).and_then(|b| G::msm(gpu, &b, &s, None));
-        match got {
-            Ok(got) if got == expected => {}
-            Ok(_) => failures.push(format!("n = {n}, {layout:?}: differs from the CPU")),
-            Err(e) => failures.push(format!("n = {n}, {layout:?}: {e}")),
-        }
-    }
-    failures
+    [BasesLayout::Plain, BasesLayout::Shifted { window: None }]
+        .into_iter()
+        .filter_map(|layout| {
+            let got = G::upload(gpu, &bases, layout).and_then(|b| G::msm(gpu, &b, &s, None));
+            verdict(got, &expected).map(|f| format!("n = {n}, {layout:?}: {f}"))
+        })
+        .collect()
 }
 
 #[test]

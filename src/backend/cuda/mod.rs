@@ -603,8 +603,9 @@ impl Backend for CudaBackend {
             upload(copies, staging, &w.b_scalars, w.b_scalars.is_pinned(), &s.b)?,
         ];
         ev[SCALARS_H2D].record(copies).map_err(from_cust)?;
-        wait_for(stream, mark(copies)?)?; // the MSMs, enqueued next on `stream`, read them
-                                          // The copies read the witness's buffers: done before they can go back to the pool.
+        // The MSMs, enqueued next on `stream`, read the scalars; the copies read the witness's
+        // buffers, so they are done before these can go back to the pool.
+        wait_for(stream, mark(copies)?)?;
         abc.into_iter().chain(msm_scalars).try_for_each(ffi::InFlight::wait)?;
         t.h2d += elapsed(&ev[START], &ev[SCALARS_H2D])?;
         let n = &ev[NTT_STEPS..NTT_STEPS + 4];

@@ -444,9 +444,10 @@ impl Staging {
     unsafe fn upload(&self, src: *const u8, dst: DevicePtr, bytes: usize, stream: &Stream) -> Result<()> {
         for (i, offset) in (0..bytes).step_by(STAGING_CHUNK).enumerate() {
             let (k, len) = (i % 2, STAGING_CHUNK.min(bytes - offset));
-            self.done[k].synchronize().map_err(from_cust)?; // the chunk's previous DMA is over
-                                                            // SAFETY: the chunk holds STAGING_CHUNK >= len bytes and no copy reads it now;
-                                                            // the source range lies inside the caller's.
+            // Wait until the chunk's previous DMA is over.
+            self.done[k].synchronize().map_err(from_cust)?;
+            // SAFETY: the chunk holds STAGING_CHUNK >= len bytes and no copy reads it now; the
+            // source range lies inside the caller's.
             unsafe { std::ptr::copy_nonoverlapping(src.add(offset), self.chunks[k].as_ptr(), len) };
             // SAFETY: the chunk is pinned and left untouched until `done[k]` completes.
             unsafe { copy_h2d(dst + offset as DevicePtr, self.chunks[k].as_ptr(), len, stream)? };

@@ -32,13 +32,13 @@ const SCAN_TILE: usize = 4096;
 /// takes in the first pass (`BIN_THREADS`, `BIN_THREADS · BIN_ITEMS`), and the runs of pairs
 /// the second takes at once (`PLACE_REGIONS`).
 const BINS: usize = 256;
+const BIN_THREADS: u32 = 512;
+const BIN_TILE: u32 = BIN_THREADS * 32;
+const PLACE_REGIONS: usize = 8;
 /// Entries from which a shifted plan bins them before placing them: 800 MB at 2^24, where one
 /// pass costs 2 ms more than two (G1: 91.6 against 89.7 ms), overflow the L2 cache; 220 MB at
 /// 2^22 nearly fit, and there binning cost 0.7 ms more.
 const BINNED_ENTRIES: usize = 1 << 27;
-const BIN_THREADS: u32 = 512;
-const BIN_TILE: u32 = BIN_THREADS * 32;
-const PLACE_REGIONS: usize = 8;
 /// Threads per block of the shifted bases' precompute (`SHIFT_THREADS` in shift.cuh).
 const SHIFT_THREADS: u32 = 128;
 /// Bucket segments a window-sum launch aims for: enough threads to fill the device.
@@ -537,7 +537,8 @@ impl MsmKernels {
         unsafe { launch(self.scatter, blocks(s.n, THREADS) * s.windows as u32, THREADS, stream, &args) }
     }
 
-    /// The scatter of a shifted plan, in two passes, bin and place (buckets.cuh).
+    /// The scatter of a shifted plan of BINNED_ENTRIES or more, in two passes, bin and place
+    /// (buckets.cuh).
     fn scatter_binned(&self, stream: &Stream, scratch: &MsmScratch, s: Scattered) -> Result<()> {
         let Scattered { n, windows, window_points, keys, total } = s;
         let (digits, cursor, entries) =

@@ -172,8 +172,9 @@ fn passes(lg_n: u32, lg_pass: u32, lg_pass_k: u32) -> Vec<Pass> {
     let mut size = lg_n; // lg of the sub-transforms this pass cuts
     (0..count)
         .map(|pass| {
-            let k = size.div_ceil(count - pass); // 1 <= k <= lg_pass_k
-                                                 // Columns per block: 2^lg_pass elements, within one sub-transform but the last.
+            // Stages, 1 <= k <= lg_pass_k, and columns per block: 2^lg_pass elements, within
+            // one sub-transform but the last.
+            let k = size.div_ceil(count - pass);
             let lg_c = (lg_pass - k).min(if size == k { lg_n - k } else { size - k });
             let this = Pass { size, k, lg_c };
             size -= k;
