@@ -24,19 +24,19 @@ g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c
 
 extern "C" __global__ void __launch_bounds__(256)
 g16_ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k, uint32_t lg_c, const fr_t* tw,
-                      const fr_t* pw_lo, const fr_t* pw_hi, fr_t scale)
-{   ntt_dif_last_pass(d_x, d_out, lg_n, k, lg_c, tw, pw_lo, pw_hi, scale);   }
+                      const fr_t* pw_lo, const fr_t* pw_hi)
+{   ntt_dif_last_pass(d_x, d_out, lg_n, k, lg_c, tw, pw_lo, pw_hi);   }
 
 extern "C" __global__ void g16_scale_by_powers(fr_t* d_x, uint32_t lg_n, const fr_t* pw_lo,
-                                               const fr_t* pw_hi, fr_t c)
-{   scale_by_powers(d_x, lg_n, pw_lo, pw_hi, c);   }
+                                               const fr_t* pw_hi)
+{   scale_by_powers(d_x, lg_n, pw_lo, pw_hi);   }
 
 extern "C" __global__ void g16_quotient(fr_t* d_a, const fr_t* d_b, const fr_t* d_c, uint32_t lg_n,
                                         fr_t z_inv)
 {   quotient(d_a, d_b, d_c, lg_n, z_inv);   }
 
-extern "C" __global__ void g16_powers(fr_t* out, uint32_t n, fr_t base)
-{   powers(out, n, base);   }
+extern "C" __global__ void g16_powers(fr_t* out, uint32_t n, fr_t base, fr_t c)
+{   powers(out, n, base, c);   }
 
 // ---- prefix sums (msm/scan.cuh)
 

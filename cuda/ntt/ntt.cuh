@@ -8,7 +8,8 @@
 // stores, and can scale its outputs by c·b^i (an inverse transform's 1/m and coset shift).
 // A 2^24 transform moves the vector 3 times. Twiddles w^e come from one flat table
 // (e < n/2): a twiddle costs a load rather than a product.
-// The element-wise kernels take powers b^i from two small tables, hi[i >> 12] * lo[i & 4095].
+// Scalings c·b^i come from two small tables, hi[i >> 12] * lo[i & 4095] with c folded into hi:
+// one product for the factor, one to apply it.
 #ifndef PINPROVE_NTT_NTT_CUH
 #define PINPROVE_NTT_NTT_CUH
 
@@ -117,10 +118,10 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
 // sub-transforms (columns of 2^k contiguous elements) whose indices reversed in L = lg_n − k
 // bits are r = b·2^lg_c + c, and writes row j of column r to out[bitrev_k(j)·2^L + r]: where
 // the bit reversal after the DIF would put it, each row's 2^lg_c elements contiguous. With
-// power tables (pw_lo not null), out[i] is also multiplied by scale·b^i.
+// power tables (pw_lo not null), out[i] is also multiplied by their c·b^i.
 __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k,
                                                   uint32_t lg_c, const fr_t* tw, const fr_t* pw_lo,
-                                                  const fr_t* pw_hi, fr_t scale)
+                                                  const fr_t* pw_hi)
 {
     fr_t* roots;
     fr_t* s = pass_shared(roots);
@@ -138,28 +139,28 @@ __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, 
         const size_t i = ((size_t)(__brev(j) >> (32 - k)) << L) + r0 + c;
         fr_t v = s[j * C + c];
         if (pw_lo)
-            v = v * (scale * table_pow(pw_lo, pw_hi, (uint32_t)i));
+            v = v * table_pow(pw_lo, pw_hi, (uint32_t)i);
         d_out[i] = v;
     }
 }
 
-// out[i] = base^i, for the twiddle and coset tables.
-__device__ __forceinline__ void powers(fr_t* out, uint32_t n, fr_t base)
+// out[i] = c·base^i, for the twiddle and power tables.
+__device__ __forceinline__ void powers(fr_t* out, uint32_t n, fr_t base, fr_t c)
 {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
-        out[i] = base ^ i;
+        out[i] = c * (base ^ i);
 }
 
-// x[i] *= c·b^i: the coset shift before a coset NTT (inverse transforms scale in their last
-// pass), and the whole scaling of a one-element transform.
+// x[i] *= c·b^i from the tables of c and b: the coset shift before a coset NTT (inverse
+// transforms scale in their last pass), and the whole scaling of a one-element transform.
 __device__ __forceinline__ void scale_by_powers(fr_t* d_x, uint32_t lg_n, const fr_t* pw_lo,
-                                                const fr_t* pw_hi, fr_t c)
+                                                const fr_t* pw_hi)
 {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >> lg_n)
         return;
-    d_x[i] = d_x[i] * (c * table_pow(pw_lo, pw_hi, (uint32_t)i));
+    d_x[i] = d_x[i] * table_pow(pw_lo, pw_hi, (uint32_t)i);
 }
 
 // a[i] = (a[i]*b[i] - c[i]) * z_inv: the quotient by Z, constant on the coset.

@@ -25,8 +25,8 @@ pub enum Transform {
 }
 
 /// Device buffers and tables of one domain size: a, b, c (h is left in a), the spare vector a
-/// transform writes into and swaps with its input, and the twiddle and coset tables, computed
-/// on the device.
+/// transform writes into and swaps with its input, and the twiddle and scaling tables (each
+/// scaling's constant folded into its table), computed on the device.
 #[derive(Debug)]
 pub(crate) struct DeviceDomain {
     pub(crate) roots: Roots,
@@ -34,9 +34,14 @@ pub(crate) struct DeviceDomain {
     spare: DeviceVec<Scalar>,
     omega: Twiddles,
     omega_inv: Twiddles,
+    /// gⁱ: the shift to the coset before a coset NTT.
     g: PowerTables,
-    g_inv: PowerTables,
-    ones: PowerTables,
+    /// gⁱ/m: an iNTT's 1/m and the shift to the coset, after it.
+    g_over_m: PowerTables,
+    /// g⁻ⁱ/m: a coset iNTT's 1/m and the shift back.
+    g_inv_over_m: PowerTables,
+    /// 1/m: an iNTT's.
+    over_m: PowerTables,
 }
 
 impl DeviceDomain {
@@ -48,9 +53,10 @@ impl DeviceDomain {
             spare: DeviceVec::new(m)?,
             omega: k.twiddles(roots.omega, m, stream)?,
             omega_inv: k.twiddles(roots.omega_inv, m, stream)?,
-            g: k.power_tables(Roots::g(), m, stream)?,
-            g_inv: k.power_tables(Roots::g_inv(), m, stream)?,
-            ones: k.power_tables(Scalar::ONE, m, stream)?,
+            g: k.power_tables(Roots::g(), Scalar::ONE, m, stream)?,
+            g_over_m: k.power_tables(Roots::g(), roots.m_inv, m, stream)?,
+            g_inv_over_m: k.power_tables(Roots::g_inv(), roots.m_inv, m, stream)?,
+            over_m: k.power_tables(Scalar::ONE, roots.m_inv, m, stream)?,
             roots,
         })
     }
@@ -62,15 +68,15 @@ impl DeviceDomain {
 
     /// Enqueues one transform of abc[i]; the result is abc[i] after (its buffer may change).
     pub(crate) fn transform(&mut self, k: &NttKernels, stream: &Stream, i: usize, t: Transform) -> Result<()> {
-        let (x, spare, m_inv) = (&mut self.abc[i], &mut self.spare, self.roots.m_inv);
+        let (x, spare) = (&mut self.abc[i], &mut self.spare);
         match t {
             Transform::Ntt => k.ntt(stream, x, spare, &self.omega, None),
-            Transform::Intt => k.ntt(stream, x, spare, &self.omega_inv, Some((&self.ones, m_inv))),
+            Transform::Intt => k.ntt(stream, x, spare, &self.omega_inv, Some(&self.over_m)),
             Transform::CosetNtt => {
-                k.scale_by_powers(stream, x, &self.g, Scalar::ONE)?;
+                k.scale_by_powers(stream, x, &self.g)?;
                 k.ntt(stream, x, spare, &self.omega, None)
             }
-            Transform::CosetIntt => k.ntt(stream, x, spare, &self.omega_inv, Some((&self.g_inv, m_inv))),
+            Transform::CosetIntt => k.ntt(stream, x, spare, &self.omega_inv, Some(&self.g_inv_over_m)),
         }
     }
 
@@ -78,10 +84,9 @@ impl DeviceDomain {
     /// its four steps: iNTT and the shift to gH (×gⁱ/m), the coset NTT, the quotient by Z, and
     /// the coset iNTT with the shift back. h is left in a.
     pub(crate) fn h(&mut self, k: &NttKernels, stream: &Stream, steps: &[Event]) -> Result<()> {
-        let m_inv = self.roots.m_inv;
         for x in &mut self.abc {
             // coefficients, shifted to gH
-            k.ntt(stream, x, &mut self.spare, &self.omega_inv, Some((&self.g, m_inv)))?;
+            k.ntt(stream, x, &mut self.spare, &self.omega_inv, Some(&self.g_over_m))?;
         }
         steps[0].record(stream).map_err(from_cust)?;
         for x in &mut self.abc {

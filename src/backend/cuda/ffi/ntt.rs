@@ -21,7 +21,9 @@ const LG_TW_LO: u32 = 12;
 #[derive(Debug)]
 pub(crate) struct Twiddles(DeviceVec<Scalar>);
 
-/// Two-level power tables of a base b on the device: b^e = hi[e >> 12] · lo[e & 4095].
+/// Two-level power tables of a base b, times a constant c, on the device:
+/// c·b^e = hi[e >> 12] · lo[e & 4095], with c folded into hi, so that a kernel scaling by them
+/// pays one product for the factor.
 #[derive(Debug)]
 pub(crate) struct PowerTables {
     lo: DeviceVec<Scalar>,
@@ -51,30 +53,31 @@ impl NttKernels {
         })
     }
 
-    /// b⁰, b¹, …, bⁿ⁻¹ on the device (n >= 1), computed there, enqueued on `stream`.
-    pub(crate) fn powers(&self, base: Scalar, n: usize, stream: &Stream) -> Result<DeviceVec<Scalar>> {
+    /// c·b⁰, c·b¹, …, c·bⁿ⁻¹ on the device (n >= 1), computed there, enqueued on `stream`.
+    fn powers(&self, base: Scalar, c: Scalar, n: usize, stream: &Stream) -> Result<DeviceVec<Scalar>> {
         let out = DeviceVec::<Scalar>::new(n.max(1))?;
-        let args = [Arg::Ptr(out.ptr()), u32_arg(out.len()), Arg::Fr(limbs(base))];
-        // SAFETY: (out, n, base) as declared; `out` holds n elements, one per thread.
+        let args = [Arg::Ptr(out.ptr()), u32_arg(out.len()), Arg::Fr(limbs(base)), Arg::Fr(limbs(c))];
+        // SAFETY: (out, n, base, c) as declared; `out` holds n elements, one per thread.
         unsafe { launch(self.powers, blocks(out.len(), THREADS), THREADS, stream, &args)? };
         Ok(out)
     }
 
     /// The twiddle table of `root`, a primitive n-th root of unity.
     pub(crate) fn twiddles(&self, root: Scalar, n: usize, stream: &Stream) -> Result<Twiddles> {
-        Ok(Twiddles(self.powers(root, n / 2, stream)?))
+        Ok(Twiddles(self.powers(root, Scalar::ONE, n / 2, stream)?))
     }
 
-    /// Tables for base^e, e < `covers`.
-    pub(crate) fn power_tables(&self, base: Scalar, covers: usize, stream: &Stream) -> Result<PowerTables> {
+    /// Tables for c·base^e, e < `covers`.
+    pub(crate) fn power_tables(&self, base: Scalar, c: Scalar, covers: usize, stream: &Stream) -> Result<PowerTables> {
         let lo_len = covers.clamp(1, 1 << LG_TW_LO);
         let hi_len = covers.div_ceil(1 << LG_TW_LO).max(1);
         let step = base.pow_vartime([1u64 << LG_TW_LO]);
-        Ok(PowerTables { lo: self.powers(base, lo_len, stream)?, hi: self.powers(step, hi_len, stream)?, covers })
+        let (lo, hi) = (self.powers(base, Scalar::ONE, lo_len, stream)?, self.powers(step, c, hi_len, stream)?);
+        Ok(PowerTables { lo, hi, covers })
     }
 
     /// The NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds, each output xᵢ
-    /// times c·bⁱ when `scale` is Some((b's tables, c)): ⌈lg_n/8⌉ decimation-in-frequency
+    /// times c·bⁱ when `scale` holds the tables of c and b: ⌈lg_n/8⌉ decimation-in-frequency
     /// passes of balanced stage counts, the last of which writes into `spare` in natural order
     /// (the bit reversal in its stores). The two are then swapped: `x` holds the result.
     ///
@@ -87,15 +90,15 @@ impl NttKernels {
         x: &mut DeviceVec<Scalar>,
         spare: &mut DeviceVec<Scalar>,
         tw: &Twiddles,
-        scale: Option<(&PowerTables, Scalar)>,
+        scale: Option<&PowerTables>,
     ) -> Result<()> {
         let lg_n = lg_len(x);
         if lg_n == 0 {
-            return scale.map_or(Ok(()), |(pw, c)| self.scale_by_powers(stream, x, pw, c));
+            return scale.map_or(Ok(()), |pw| self.scale_by_powers(stream, x, pw));
         }
         assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
         assert!(spare.len() >= x.len(), "spare vector of {} < {}", spare.len(), x.len());
-        assert!(scale.is_none_or(|(pw, _)| pw.covers >= x.len()), "power tables short of {}", x.len());
+        assert!(scale.is_none_or(|pw| pw.covers >= x.len()), "power tables short of {}", x.len());
         let (d_x, d_tw) = (Arg::Ptr(x.ptr()), Arg::Ptr(tw.0.ptr()));
         // The SAFETY argument of the launches below: argument types match the declarations in
         // api.cu; `x` and `spare` hold 2^lg_n elements and the table every twiddle below
@@ -109,12 +112,8 @@ impl NttKernels {
             unsafe { launch(self.dif_pass, 1 << (lg_n - k - lg_c), THREADS, stream, &args)? };
         }
         let Pass { k, lg_c, .. } = *last;
-        let (lo, hi, c) = match scale {
-            Some((pw, c)) => (Arg::Ptr(pw.lo.ptr()), Arg::Ptr(pw.hi.ptr()), c),
-            None => (Arg::Ptr(0), Arg::Ptr(0), Scalar::ONE),
-        };
-        let args =
-            [d_x, Arg::Ptr(spare.ptr()), Arg::U32(lg_n), Arg::U32(k), Arg::U32(lg_c), d_tw, lo, hi, Arg::Fr(limbs(c))];
+        let (lo, hi) = scale.map_or((Arg::Ptr(0), Arg::Ptr(0)), |pw| (Arg::Ptr(pw.lo.ptr()), Arg::Ptr(pw.hi.ptr())));
+        let args = [d_x, Arg::Ptr(spare.ptr()), Arg::U32(lg_n), Arg::U32(k), Arg::U32(lg_c), d_tw, lo, hi];
         // SAFETY: as above; the 2^(lg_n-k-lg_c) blocks of 2^lg_c columns of 2^k elements read
         // `x` once and write every index of `spare` once (i = bitrev_k(j)·2^(lg_n−k) + r over
         // rows j and reversed columns r), 2^(k+lg_c) <= 2^LG_PASS elements each; the power
@@ -124,20 +123,14 @@ impl NttKernels {
         Ok(())
     }
 
-    /// In place, xᵢ ← xᵢ·c·bⁱ with b's powers from `pw`.
+    /// In place, xᵢ ← xᵢ·c·bⁱ from the tables of c and b.
     ///
     /// # Panics
     /// If `x` is not a power of two long or `pw` does not cover exponents below its length.
-    pub(crate) fn scale_by_powers(
-        &self,
-        stream: &Stream,
-        x: &DeviceVec<Scalar>,
-        pw: &PowerTables,
-        c: Scalar,
-    ) -> Result<()> {
+    pub(crate) fn scale_by_powers(&self, stream: &Stream, x: &DeviceVec<Scalar>, pw: &PowerTables) -> Result<()> {
         let lg_n = lg_len(x);
         assert!(pw.covers >= x.len(), "power tables cover {} < {}", pw.covers, x.len());
-        let args = [Arg::Ptr(x.ptr()), Arg::U32(lg_n), Arg::Ptr(pw.lo.ptr()), Arg::Ptr(pw.hi.ptr()), Arg::Fr(limbs(c))];
+        let args = [Arg::Ptr(x.ptr()), Arg::U32(lg_n), Arg::Ptr(pw.lo.ptr()), Arg::Ptr(pw.hi.ptr())];
         // SAFETY: argument types match the declaration; `x` holds 2^lg_n elements and the
         // tables cover every index (asserted).
         unsafe { launch(self.scale_by_powers, blocks(x.len(), THREADS), THREADS, stream, &args) }
