@@ -6,7 +6,8 @@
 // LG_PASS_K stages in shared memory, four-step style (ntt_dif_pass), the last of which
 // (ntt_dif_last_pass) writes out of place in natural order, the bit reversal folded into its
 // stores, and can scale its outputs by c·b^i (an inverse transform's 1/m and coset shift).
-// A 2^24 transform moves the vector 3 times. Twiddles w^e come from one flat table
+// A 2^24 transform moves the vector 3 times; a pass copies its elements and roots into shared
+// memory by cp.async (sm_80+), so that a thread's loads wait on DRAM together. Twiddles w^e come from one flat table
 // (e < n/2): a twiddle costs a load rather than a product.
 // Scalings c·b^i come from two small tables, hi[i >> 12] * lo[i & 4095] with c folded into hi:
 // one product for the factor, one to apply it.
@@ -32,6 +33,20 @@ __device__ __forceinline__ fr_t table_pow(const fr_t* lo, const fr_t* hi, uint32
     return hi[e >> LG_TW_LO] * lo[e & (TW_LO - 1)];
 }
 
+// dst = *src for one element, global to shared memory without a register: the copy is in
+// flight until async_copies_wait(), so that a thread's loads all wait on DRAM at once (sm_80+).
+__device__ __forceinline__ void async_copy(fr_t* dst, const fr_t* src)
+{
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d + 16), "l"((const char*)src + 16));
+}
+
+__device__ __forceinline__ void async_copies_wait()
+{
+    asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
 // A pass's shared memory: 2^LG_PASS elements, and the 2^(LG_PASS_K − 1) roots of its stages.
 // Raw words: a __shared__ array of fr_t would need a (forbidden) dynamic initialiser.
 __device__ __forceinline__ fr_t* pass_shared(fr_t*& roots)
@@ -50,7 +65,8 @@ __device__ __forceinline__ void dif_stages(fr_t* s, fr_t* roots, uint32_t k, uin
 {
     const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
     for (uint32_t i = t; i < (1u << k) / 2; i += T)
-        roots[i] = tw[(size_t)i << (lg_n - k)];
+        async_copy(&roots[i], &tw[(size_t)i << (lg_n - k)]);
+    async_copies_wait(); // the roots and the caller's loads of s
     __syncthreads();
     for (uint32_t r = k; r >= 1; r--) {
         const uint32_t h = 1u << (r - 1);
@@ -96,7 +112,7 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
     uint32_t c, j;
     for (uint32_t e = t; e < elems; e += T) {
         const size_t i = place(e, c, j);
-        s[j * C + c] = d_x[i];
+        async_copy(&s[j * C + c], &d_x[i]);
     }
     dif_stages(s, roots, k, lg_c, lg_n, tw);
     const size_t half = (size_t)1 << (lg_n - 1);
@@ -131,7 +147,7 @@ __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, 
     for (uint32_t e = t; e < elems; e += T) { // consecutive threads read along a column
         const uint32_t c = e >> k, j = e & (rows - 1);
         const size_t col = L ? __brev(r0 + c) >> (32 - L) : 0;
-        s[j * C + c] = d_x[(col << k) + j];
+        async_copy(&s[j * C + c], &d_x[(col << k) + j]);
     }
     dif_stages(s, roots, k, lg_c, lg_n, tw);
     for (uint32_t e = t; e < elems; e += T) { // and write along a row
