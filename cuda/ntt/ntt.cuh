@@ -7,8 +7,8 @@
 // (ntt_dif_last_pass) writes out of place in natural order, the bit reversal folded into its
 // stores, and can scale its outputs by c·b^i (an inverse transform's 1/m and coset shift).
 // A 2^24 transform moves the vector 3 times; a pass copies its elements and roots into shared
-// memory by cp.async (sm_80+), so that a thread's loads wait on DRAM together. Twiddles w^e come from one flat table
-// (e < n/2): a twiddle costs a load rather than a product.
+// memory by cp.async (sm_80+), so that a thread's loads wait on DRAM together. Twiddles w^e
+// come from one flat table (e < n/2): a twiddle costs a load rather than a product.
 // Scalings c·b^i come from two small tables, hi[i >> 12] * lo[i & 4095] with c folded into hi:
 // one product for the factor, one to apply it.
 #ifndef PINPROVE_NTT_NTT_CUH

@@ -33,7 +33,8 @@ const SCAN_TILE: usize = 4096;
 /// the second takes at once (`PLACE_REGIONS`).
 const BINS: usize = 256;
 const BIN_THREADS: u32 = 512;
-const BIN_TILE: u32 = BIN_THREADS * 32;
+const BIN_ITEMS: u32 = 32;
+const BIN_TILE: u32 = BIN_THREADS * BIN_ITEMS;
 const PLACE_REGIONS: usize = 8;
 /// Entries from which a shifted plan bins them before placing them: 800 MB at 2^24, where one
 /// pass costs 2 ms more than two (G1: 91.6 against 89.7 ms), overflow the L2 cache; 220 MB at
