@@ -40,6 +40,9 @@ pub enum Error {
     /// A configuration value is unusable (for example zero synthesis threads).
     #[error("invalid configuration: {0}")]
     Config(&'static str),
+    /// A thread of the prover (a proving thread, or a pool's worker) could not be started.
+    #[error("could not start a thread: {0}")]
+    Spawn(#[source] std::io::Error),
     /// `prove` was given no circuits.
     #[error("empty batch: no circuits to prove")]
     EmptyBatch,

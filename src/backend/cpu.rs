@@ -32,7 +32,7 @@ impl CpuBackend {
         let pool = rayon::ThreadPoolBuilder::new()
             .thread_name(|i| format!("pinprove-cpu-{i}"))
             .build()
-            .map_err(|_| Error::Config("could not start the CPU backend's threads"))?;
+            .map_err(|e| Error::Spawn(std::io::Error::other(e)))?;
         Ok(Self::with_pool(Arc::new(pool)))
     }
 

@@ -36,255 +36,33 @@
 //! empties, since a partition may still come back from a failing device: `shutdown` waits until
 //! every job is answered before telling them.
 
-use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+mod config;
+mod jobs;
+mod proving;
+mod synthesis;
+
+pub use config::{Config, MAX_QUEUE_DEPTH, MAX_THREADS};
+pub use jobs::PendingProof;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use crossbeam_channel::{select, Receiver, RecvTimeoutError, SendError, Sender, TryRecvError};
+use crossbeam_channel::Sender;
 use ff::Field;
-use parking_lot::{Condvar, Mutex};
 use rand_core::OsRng;
 
+use self::jobs::{Partition, Reply, Shared};
+use self::proving::{proving_loop, ProvingContext};
+use self::synthesis::SynthesisContext;
 use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
-use crate::groth16::{
-    prepare_verifying_key,
-    prover::{assemble, MsmSums},
-    verify_proof, PreparedVerifyingKey, Proof, ProvingKey,
-};
-use crate::pool::{PinnedPool, PoolConfig};
-use crate::synth::{partition_bytes, synthesize, witness_buffer_bytes, Witness};
+use crate::groth16::{prepare_verifying_key, Proof, ProvingKey};
+use crate::pool::PinnedPool;
+use crate::synth::{partition_bytes, witness_buffer_bytes};
 use crate::timings::PartitionTimings;
-
-/// Most threads of either of a prover's pools (synthesis, compute).
-pub const MAX_THREADS: usize = 1024;
-/// Most partitions the channel may hold (each holds a partition's buffers).
-pub const MAX_QUEUE_DEPTH: usize = 1024;
-
-/// Settings of a [`Prover`]. Library code reads no environment variables: everything is here.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Config {
-    /// Threads of the prover's own synthesis pool, 1..=[`MAX_THREADS`] (default: the machine's
-    /// parallelism).
-    pub synthesis_threads: usize,
-    /// Threads of the prover's own compute pool, 1..=[`MAX_THREADS`]: the CPU backend's
-    /// kernels and proof verification run there (default: the machine's parallelism).
-    pub compute_threads: usize,
-    /// Synthesized partitions that may wait for each device, 0..=[`MAX_QUEUE_DEPTH`]: the
-    /// channel to the proving threads holds this many per proving thread. When it is full,
-    /// workers block: the dispatch throttle. 0 is a rendezvous.
-    pub max_gpu_queue_depth: usize,
-    /// The pool's limits (for [`Prover::new`]; [`Prover::with_backends`] takes a pool).
-    pub pool: PoolConfig,
-    /// Partitions' buffers to allocate before the first job, at most
-    /// [`max_in_flight`](Prover::max_in_flight); `None`: that many, as far as the pool's cap
-    /// allows.
-    pub prewarm_partitions: Option<usize>,
-    /// Verify every proof against the key's verifying key before answering its job (default
-    /// `true`), so that a circuit that does not match the key, or an unsatisfied witness, is
-    /// [`Error::ProofInvalid`] rather than a bad proof. It runs on the compute pool, never on
-    /// the proving thread, and costs one pairing check per proof (its time is
-    /// [`PartitionTimings::verify`]). Turn it off only when the caller verifies anyway.
-    pub verify_proofs: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Config {
-            synthesis_threads: cores,
-            compute_threads: cores,
-            max_gpu_queue_depth: 2,
-            pool: PoolConfig::default(),
-            prewarm_partitions: None,
-            verify_proofs: true,
-        }
-    }
-}
-
-impl Config {
-    /// Checks every setting against its documented range.
-    ///
-    /// # Errors
-    /// [`Error::Config`] naming the first setting out of range.
-    pub fn validate(&self) -> Result<()> {
-        if !(1..=MAX_THREADS).contains(&self.synthesis_threads) {
-            return Err(Error::Config("synthesis_threads must be in 1..=MAX_THREADS (1024)"));
-        }
-        if !(1..=MAX_THREADS).contains(&self.compute_threads) {
-            return Err(Error::Config("compute_threads must be in 1..=MAX_THREADS (1024)"));
-        }
-        if self.max_gpu_queue_depth > MAX_QUEUE_DEPTH {
-            return Err(Error::Config("max_gpu_queue_depth must be at most MAX_QUEUE_DEPTH (1024)"));
-        }
-        self.pool.validate()
-    }
-}
-
-/// A job's answer, owed exactly once. While the job is queued or in synthesis the answer's
-/// sender sits in the prover's registry, so that an abort can answer it at once; a proving
-/// thread [claims](Reply::claim) it when the partition goes to the device. Dropped unanswered,
-/// it answers [`Error::PipelineClosed`].
-struct Reply {
-    job: u64,
-    /// `Some` once claimed out of the registry.
-    claimed: Option<Sender<Result<Proof>>>,
-    shared: Arc<Shared>,
-}
-
-impl Reply {
-    /// Takes the sender out of the registry; `None` when the job was already answered.
-    fn claim(mut self) -> Option<Self> {
-        let sender = self.shared.pending.lock().remove(&self.job)?;
-        self.claimed = Some(sender);
-        Some(self)
-    }
-
-    fn answer(mut self, result: Result<Proof>) {
-        self.send(result);
-    }
-
-    /// Puts a claimed sender back in the registry: the job goes back in line unanswered.
-    fn unclaim(mut self) -> Self {
-        if let Some(sender) = self.claimed.take() {
-            self.shared.pending.lock().insert(self.job, sender);
-        }
-        self
-    }
-
-    fn send(&mut self, result: Result<Proof>) {
-        let sender = self.claimed.take().or_else(|| self.shared.pending.lock().remove(&self.job));
-        if let Some(sender) = sender {
-            let _ = sender.send(result); // the caller may have dropped its PendingProof
-            self.shared.answered();
-        }
-    }
-}
-
-impl Drop for Reply {
-    fn drop(&mut self) {
-        self.send(Err(Error::PipelineClosed));
-    }
-}
-
-/// A synthesized circuit on its way to a proving thread.
-struct Partition {
-    witness: Witness,
-    r: Scalar,
-    s: Scalar,
-    timings: PartitionTimings,
-    sent_at: Instant,
-    reply: Reply,
-}
-
-impl Partition {
-    /// Answers the job unproved; the buffers go back first.
-    fn close(self) {
-        let Partition { witness, reply, .. } = self;
-        drop(witness);
-        reply.answer(Err(Error::PipelineClosed));
-    }
-}
-
-/// What the prover's handle, its workers and its proving threads share.
-struct Shared {
-    /// When the prover was made: the origin of the timings' `synthesis_start` and
-    /// `proving_start`.
-    epoch: Instant,
-    timings: Mutex<Vec<PartitionTimings>>,
-    /// The answer senders of jobs not yet answered nor claimed by a proving thread.
-    pending: Mutex<HashMap<u64, Sender<Result<Proof>>>>,
-    /// Jobs submitted and not yet answered, for `shutdown` to wait on.
-    unanswered: Mutex<usize>,
-    all_answered: Condvar,
-    /// Set by `abort`: jobs not yet on a device are answered `PipelineClosed`.
-    closing: AtomicBool,
-    /// Set when the last proving thread retired: nothing can be proved any more.
-    failed: AtomicBool,
-    /// Proving threads still serving: a thread leaves service only after a device fault.
-    serving: AtomicUsize,
-}
-
-impl Shared {
-    fn new(proving_threads: usize) -> Self {
-        Shared {
-            epoch: Instant::now(),
-            timings: Mutex::default(),
-            pending: Mutex::default(),
-            unanswered: Mutex::default(),
-            all_answered: Condvar::new(),
-            closing: AtomicBool::default(),
-            failed: AtomicBool::default(),
-            serving: AtomicUsize::new(proving_threads),
-        }
-    }
-
-    fn stopped(&self) -> bool {
-        self.closing.load(Ordering::Acquire) || self.failed.load(Ordering::Acquire)
-    }
-
-    fn answered(&self) {
-        let mut unanswered = self.unanswered.lock();
-        *unanswered -= 1;
-        if *unanswered == 0 {
-            self.all_answered.notify_all();
-        }
-    }
-
-    /// Answers every job still in the registry with `PipelineClosed`.
-    fn close_pending(&self) {
-        let senders: Vec<_> = self.pending.lock().drain().map(|(_, sender)| sender).collect();
-        for sender in senders {
-            let _ = sender.send(Err(Error::PipelineClosed));
-            self.answered();
-        }
-    }
-}
-
-/// The answer to one submitted job, to be waited for.
-#[derive(Debug)]
-pub struct PendingProof {
-    job: u64,
-    answer: Receiver<Result<Proof>>,
-}
-
-impl PendingProof {
-    /// The job's submission number.
-    pub fn job(&self) -> u64 {
-        self.job
-    }
-
-    /// Blocks until the job is proved or has failed.
-    ///
-    /// # Errors
-    /// The job's own error, or [`Error::PipelineClosed`] if it was dropped unanswered.
-    pub fn wait(self) -> Result<Proof> {
-        self.answer.recv().unwrap_or(Err(Error::PipelineClosed))
-    }
-
-    /// The answer if it is there, else `Err(self)` to try again later; never blocks.
-    pub fn try_wait(self) -> std::result::Result<Result<Proof>, Self> {
-        match self.answer.try_recv() {
-            Ok(answer) => Ok(answer),
-            Err(TryRecvError::Disconnected) => Ok(Err(Error::PipelineClosed)),
-            Err(TryRecvError::Empty) => Err(self),
-        }
-    }
-
-    /// Waits at most `timeout` for the answer; `Err(self)` if it has not come.
-    pub fn wait_timeout(self, timeout: Duration) -> std::result::Result<Result<Proof>, Self> {
-        match self.answer.recv_timeout(timeout) {
-            Ok(answer) => Ok(answer),
-            Err(RecvTimeoutError::Disconnected) => Ok(Err(Error::PipelineClosed)),
-            Err(RecvTimeoutError::Timeout) => Err(self),
-        }
-    }
-}
 
 /// Proves circuits of one proving key: synchronous to call, pipelined inside.
 ///
@@ -348,52 +126,6 @@ impl std::fmt::Debug for Prover {
             .field("max_in_flight", &self.max_in_flight)
             .field("pool", &self.pool)
             .finish()
-    }
-}
-
-/// What every proving thread of a prover is given.
-struct ProvingContext {
-    key: Arc<ProvingKey>,
-    /// `Some` when proofs are verified before they are returned.
-    pvk: Option<Arc<PreparedVerifyingKey>>,
-    compute: Arc<rayon::ThreadPool>,
-    shared: Arc<Shared>,
-    /// The synthesized partitions, and those a failing device gave back (unbounded, so giving
-    /// one back never blocks), which go first.
-    queue: Receiver<Partition>,
-    retry: (Sender<Partition>, Receiver<Partition>),
-    stop: Receiver<()>,
-}
-
-impl ProvingContext {
-    /// The next partition to prove, or `None` once told to stop.
-    fn next(&self, queue_open: &mut bool) -> Option<Partition> {
-        loop {
-            if let Ok(partition) = self.retry.1.try_recv() {
-                return Some(partition);
-            }
-            if !*queue_open {
-                return select! {
-                    recv(self.retry.1) -> partition => partition.ok(),
-                    recv(self.stop) -> _ => None,
-                };
-            }
-            select! {
-                recv(self.queue) -> partition => match partition {
-                    Ok(partition) => return Some(partition),
-                    Err(_) => *queue_open = false, // every synthesis sender is gone
-                },
-                recv(self.retry.1) -> partition => return partition.ok(),
-                recv(self.stop) -> _ => return None,
-            }
-        }
-    }
-
-    /// Closes every partition still queued or given back.
-    fn close_queued(&self) {
-        while let Ok(partition) = self.retry.1.try_recv().or_else(|_| self.queue.try_recv()) {
-            partition.close();
-        }
     }
 }
 
@@ -494,7 +226,7 @@ impl Prover {
                         let _ = started.send(Err(e));
                     }
                 })
-                .map_err(|_| Error::Config("could not spawn a proving thread"))?;
+                .map_err(Error::Spawn)?;
             proving_threads.push(thread);
             // On an error, dropping `stop` below ends the threads already started.
             backend = start_result.recv().unwrap_or(Err(Error::PipelineClosed))?;
@@ -503,7 +235,7 @@ impl Prover {
             .num_threads(config.synthesis_threads)
             .thread_name(|i| format!("pinprove-synth-{i}"))
             .build()
-            .map_err(|_| Error::Config("could not start the synthesis threads"))?;
+            .map_err(|e| Error::Spawn(std::io::Error::other(e)))?;
         Ok(Prover {
             key,
             pool,
@@ -576,7 +308,7 @@ impl Prover {
         let (sender, answer) = crossbeam_channel::bounded(1);
         *self.shared.unanswered.lock() += 1;
         self.shared.pending.lock().insert(job, sender);
-        (PendingProof { job, answer }, Reply { job, claimed: None, shared: Arc::clone(&self.shared) })
+        (PendingProof::new(job, answer), Reply::new(job, Arc::clone(&self.shared)))
     }
 
     fn synthesis_context(&self) -> SynthesisContext {
@@ -674,7 +406,7 @@ fn compute_pool(threads: usize) -> Result<rayon::ThreadPool> {
         .num_threads(threads)
         .thread_name(|i| format!("pinprove-compute-{i}"))
         .build()
-        .map_err(|_| Error::Config("could not start the compute threads"))
+        .map_err(|e| Error::Spawn(std::io::Error::other(e)))
 }
 
 /// Allocates up to `partitions` partitions' buffers, as many as the pool's cap allows. A
@@ -693,142 +425,5 @@ fn prewarm(pool: &PinnedPool, buffers: [usize; 6], partition: usize, partitions:
             log::warn!("prewarm stopped at {} buffers: {e}", pool.stats().allocations);
             return;
         }
-    }
-}
-
-/// What a synthesis task needs, cloned per job.
-struct SynthesisContext {
-    key: Arc<ProvingKey>,
-    pool: PinnedPool,
-    shared: Arc<Shared>,
-    jobs: Sender<Partition>,
-}
-
-impl SynthesisContext {
-    /// Synthesizes `circuit` and sends the partition to the proving threads, or answers the job.
-    fn run<C: Circuit<Scalar>>(self, circuit: C, r: Scalar, s: Scalar, reply: Reply) {
-        if self.shared.stopped() {
-            return reply.answer(Err(Error::PipelineClosed));
-        }
-        let start = Instant::now();
-        let synthesis_worker = rayon::current_thread_index().unwrap_or(0);
-        let witness = match catch_unwind(AssertUnwindSafe(|| synthesize(circuit, &self.key, &self.pool))) {
-            Ok(Ok(witness)) => witness,
-            // The witness, if any, was dropped while unwinding: its buffers are back.
-            Ok(Err(e)) => return reply.answer(Err(e)),
-            Err(panic) => return reply.answer(Err(Error::WorkerPanicked(Error::panic_message(panic)))),
-        };
-        let timings = PartitionTimings {
-            job: reply.job,
-            synthesis_worker,
-            synthesis_start: start - self.shared.epoch,
-            synthesis: start.elapsed(),
-            pinned: witness.is_pinned(),
-            ..Default::default()
-        };
-        let partition = Partition { witness, r, s, timings, sent_at: Instant::now(), reply };
-        if let Err(SendError(partition)) = self.jobs.send(partition) {
-            partition.close();
-        }
-    }
-}
-
-/// The proving thread: one partition at a time until told to stop, or until its device
-/// faults (see the module docs).
-fn proving_loop<B: Backend>(mut backend: B, device: usize, ctx: &ProvingContext) {
-    let shared = &ctx.shared;
-    let mut idle_since = Instant::now();
-    let mut queue_open = true;
-    let (mut retired, mut last) = (false, false);
-    while let Some(partition) = ctx.next(&mut queue_open) {
-        if shared.stopped() {
-            partition.close();
-            continue;
-        }
-        let Partition { mut witness, r, s, timings: synthesized, sent_at, reply } = partition;
-        let Some(reply) = reply.claim() else {
-            continue; // answered by an abort meanwhile; the buffers go back here
-        };
-        let start = Instant::now();
-        let mut t = synthesized;
-        t.device = device;
-        t.proving_start = start - shared.epoch;
-        t.queue_wait = start - sent_at;
-        t.input_wait = start - idle_since;
-        let result = catch_unwind(AssertUnwindSafe(|| -> Result<MsmSums> {
-            backend.h(&ctx.key, &mut witness, &mut t)?;
-            backend.msm(&ctx.key, &witness, &mut t)
-        }))
-        .unwrap_or_else(|panic| Err(Error::BackendPanicked(Error::panic_message(panic))));
-        if let Some(e) = result.as_ref().err().filter(|e| e.is_device_fault()) {
-            let left = shared.serving.fetch_sub(1, Ordering::AcqRel) - 1;
-            last = left == 0;
-            let give_back = !last && backend.leaves_witness_intact() && !shared.stopped();
-            log::error!(
-                "device {device} ({}) out of service after a fault on job {}: {e}; {left} device(s) left{}",
-                backend.name(),
-                t.job,
-                if give_back { ", which take its partition" } else { "" },
-            );
-            if give_back {
-                let reply = reply.unclaim();
-                let partition = Partition { witness, r, s, timings: synthesized, sent_at: Instant::now(), reply };
-                // This context holds a receiver too: the send cannot fail.
-                let _ = ctx.retry.0.send(partition);
-                break;
-            }
-            retired = true;
-        }
-        let inputs = witness.public_inputs().to_vec();
-        // Buffers go back before the caller hears, so a finished batch sees a balanced pool.
-        drop(witness);
-        t.gpu_busy = start.elapsed();
-        match result {
-            // The device is free: the next partition need not wait for the proof's scalar
-            // multiplications (0.65 ms on a 2-core CI machine; a 2^18 partition's device time
-            // is 19 ms on the H200).
-            Ok(sums) => {
-                let (key, pvk, shared) = (Arc::clone(&ctx.key), ctx.pvk.clone(), Arc::clone(shared));
-                ctx.compute.spawn(move || {
-                    let start = Instant::now();
-                    let proof = assemble(&key.vk, &sums, r, s);
-                    t.assemble = start.elapsed();
-                    let verdict = pvk.map(|pvk| {
-                        let start = Instant::now();
-                        let valid = verify_proof(&pvk, &proof, &inputs);
-                        t.verify = start.elapsed();
-                        valid
-                    });
-                    let answer = match verdict {
-                        None | Some(Ok(true)) => Ok(proof), // unchecked when verification is off
-                        Some(Ok(false)) => Err(Error::ProofInvalid { job: t.job }),
-                        Some(Err(e)) => Err(e),
-                    };
-                    shared.timings.lock().push(t);
-                    reply.answer(answer);
-                });
-            }
-            Err(e) => {
-                shared.timings.lock().push(t);
-                reply.answer(Err(e));
-            }
-        }
-        if retired {
-            break;
-        }
-        idle_since = Instant::now();
-    }
-    drop(backend);
-    if last {
-        shared.failed.store(true, Ordering::Release);
-        log::error!("no device left: the prover has failed; queued and later jobs are closed");
-        // Stay until told to stop, answering what arrives.
-        while let Some(partition) = ctx.next(&mut queue_open) {
-            partition.close();
-        }
-    }
-    if shared.stopped() {
-        // Aborted or failed: what is still queued is answered here, not left in the channels.
-        ctx.close_queued();
     }
 }

@@ -1,0 +1,80 @@
+//! The settings of a [`Prover`](crate::Prover), and their ranges.
+
+use crate::error::{Error, Result};
+use crate::pool::PoolConfig;
+
+/// Most threads of either of a prover's pools (synthesis, compute).
+pub const MAX_THREADS: usize = 1024;
+/// Most partitions the channel may hold (each holds a partition's buffers).
+pub const MAX_QUEUE_DEPTH: usize = 1024;
+
+/// Settings of a [`Prover`](crate::Prover). Library code reads no environment variables:
+/// everything is here.
+///
+/// The threads a prover runs: `synthesis_threads` (circuits), `compute_threads` (the CPU
+/// backend's h stage, the proofs' assembly and verification) and one proving thread per
+/// device. The CPU backend's MSMs run on blst's own pool, one thread per core, which the
+/// compute threads wait on. The defaults give synthesis every core and the compute pool
+/// half of them: on a GPU prover the compute pool only assembles and verifies (about 2 ms a
+/// proof), and on the CPU backend the MSMs dominate and take blst's threads anyway.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    /// Threads of the prover's own synthesis pool, 1..=[`MAX_THREADS`] (default: the machine's
+    /// parallelism).
+    pub synthesis_threads: usize,
+    /// Threads of the prover's own compute pool, 1..=[`MAX_THREADS`]: the CPU backend's h
+    /// stage, and the proofs' assembly and verification (default: half the machine's
+    /// parallelism, at least one).
+    pub compute_threads: usize,
+    /// Synthesized partitions that may wait for each device, 0..=[`MAX_QUEUE_DEPTH`]: the
+    /// channel to the proving threads holds this many per proving thread. When it is full,
+    /// workers block: the dispatch throttle. 0 is a rendezvous.
+    pub max_gpu_queue_depth: usize,
+    /// The pool's limits (for [`Prover::new`](crate::Prover::new);
+    /// [`Prover::with_backends`](crate::Prover::with_backends) takes a pool).
+    pub pool: crate::PoolConfig,
+    /// Partitions' buffers to allocate before the first job, at most
+    /// [`max_in_flight`](crate::Prover::max_in_flight); `None`: that many, as far as the pool's
+    /// cap allows.
+    pub prewarm_partitions: Option<usize>,
+    /// Verify every proof against the key's verifying key before answering its job (default
+    /// `true`), so that a circuit that does not match the key, or an unsatisfied witness, is
+    /// [`Error::ProofInvalid`] rather than a bad proof. It runs on the compute pool, never on
+    /// the proving thread, and costs one pairing check per proof (its time is
+    /// [`PartitionTimings::verify`](crate::PartitionTimings::verify)). Turn it off only when
+    /// the caller verifies anyway.
+    pub verify_proofs: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Config {
+            synthesis_threads: cores,
+            compute_threads: cores.div_ceil(2),
+            max_gpu_queue_depth: 2,
+            pool: PoolConfig::default(),
+            prewarm_partitions: None,
+            verify_proofs: true,
+        }
+    }
+}
+
+impl Config {
+    /// Checks every setting against its documented range.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the first setting out of range.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=MAX_THREADS).contains(&self.synthesis_threads) {
+            return Err(Error::Config("synthesis_threads must be in 1..=MAX_THREADS (1024)"));
+        }
+        if !(1..=MAX_THREADS).contains(&self.compute_threads) {
+            return Err(Error::Config("compute_threads must be in 1..=MAX_THREADS (1024)"));
+        }
+        if self.max_gpu_queue_depth > MAX_QUEUE_DEPTH {
+            return Err(Error::Config("max_gpu_queue_depth must be at most MAX_QUEUE_DEPTH (1024)"));
+        }
+        self.pool.validate()
+    }
+}
