@@ -1,6 +1,6 @@
 //! Criterion benches: pool checkout (reuse against fresh allocation), the NTT from 2^16 to 2^20,
 //! the CPU MSM against blst's own call at 2^12…2^20 in G1 and G2, synthesis of the benchmark
-//! chains into pool buffers, and the whole pipeline on a small batch. CI runs each once
+//! chains into pool buffers (full and witness-only), and the whole pipeline on a small batch. CI runs each once
 //! (`-- --test`) to keep them alive.
 
 #[path = "../examples/common/mod.rs"]
@@ -14,7 +14,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use ff::Field;
 use pinprove::domain::Domain;
 use pinprove::groth16::generator;
-use pinprove::{Config, PinnedAbcBuffers, PinnedPool, PoolConfig, Prover};
+use pinprove::{Config, PinnedAbcBuffers, PinnedPool, PoolConfig, Prover, R1cs};
 use rand::SeedableRng;
 
 fn pool(c: &mut Criterion) {
@@ -83,15 +83,22 @@ fn cpu_msm(c: &mut Criterion) {
     group.finish();
 }
 
+/// Synthesis of each benchmark shape into pool buffers, in full (the constraints evaluated
+/// as they are enforced) and witness-only (the key's recorded constraints left to the
+/// backend), on one thread.
 fn synthesis(c: &mut Criterion) {
     let lg_m = 16;
     let pool = PinnedPool::new(PoolConfig::default());
     let mut group = c.benchmark_group("synthesis");
     group.throughput(Throughput::Elements(1 << lg_m));
-    for shape in [Shape::Dense, Shape::Sparse] {
+    for shape in [Shape::Dense, Shape::Sparse, Shape::Sha256] {
         let key = timing_key(shape, lg_m, 1);
-        group.bench_function(format!("{} chain 2^{lg_m} (constraints)", shape.name()), |b| {
+        let r1cs = R1cs::record(Chain::new(shape, lg_m, 0)).unwrap();
+        group.bench_function(format!("{} chain 2^{lg_m}, full", shape.name()), |b| {
             b.iter(|| pinprove::synth::synthesize(Chain::new(shape, lg_m, 3), &key, &pool).unwrap())
+        });
+        group.bench_function(format!("{} chain 2^{lg_m}, witness only", shape.name()), |b| {
+            b.iter(|| pinprove::synth::synthesize_witness(Chain::new(shape, lg_m, 3), &r1cs, &pool).unwrap())
         });
     }
     group.finish();

@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if memory_limit > 0.0 {
         device = device.with_memory_limit((memory_limit * 1e9) as usize);
     }
-    let partition = pinprove::synth::partition_bytes(&key)?;
+    let partition = pinprove::synth::partition_bytes(&key, false)?; // the CUDA backend takes full partitions
     let config = Config {
         synthesis_threads: threads,
         max_gpu_queue_depth: depth,

@@ -25,10 +25,12 @@ mod abc;
 pub mod backend;
 pub mod domain;
 mod error;
+mod file;
 pub mod groth16;
 pub mod msm;
 mod pipeline;
 mod pool;
+mod r1cs;
 pub mod synth;
 mod timings;
 
@@ -40,6 +42,7 @@ pub use ff::{self, Field, PrimeField};
 pub use groth16::{Proof, ProvingKey, VerifyingKey};
 pub use pipeline::{Config, PendingProof, Prover, MAX_QUEUE_DEPTH, MAX_THREADS};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
+pub use r1cs::R1cs;
 pub use timings::{MsmSteps, NttSteps, PartitionTimings};
 
 /// The README's code, compiled and run as doc tests.

@@ -37,6 +37,9 @@ pub struct PartitionTimings {
     /// Host-to-device copies of a/b/c and the MSMs' scalars, from the first's start to the last's
     /// end (device events): on a device the scalars' copies overlap the h stage.
     pub h2d: Duration,
+    /// Evaluating the recorded constraints (a = A·z, b = B·z, c = C·z) and gathering the A
+    /// and B scalars, on the backend; zero when synthesis evaluated them (no recording).
+    pub constraints: Duration,
     /// The h stage: NTTs and the pointwise (a·b − c)/Z; on a device, the sum of `ntt_steps`.
     pub ntt: Duration,
     /// The h stage step by step (device events; zero on the CPU backend).
@@ -168,6 +171,7 @@ impl PartitionTimings {
             gpu_lock_wait: acc.gpu_lock_wait + t.gpu_lock_wait,
             gpu_lock_held: acc.gpu_lock_held + t.gpu_lock_held,
             h2d: acc.h2d + t.h2d,
+            constraints: acc.constraints + t.constraints,
             ntt: acc.ntt + t.ntt,
             ntt_steps: acc.ntt_steps + t.ntt_steps,
             msm: acc.msm + t.msm,
@@ -222,6 +226,7 @@ impl PartitionTimings {
             let m = &t.msm_steps;
             let stages = [
                 ("h2d", t.h2d),
+                ("constraints", t.constraints),
                 ("iNTT+shift", n.intt),
                 ("coset NTT", n.coset_ntt),
                 ("quotient", n.quotient),

@@ -52,7 +52,7 @@ pub fn study(
             let t = PartitionTimings::total(&prover.take_timings());
             let h_stage = (t.h2d + t.ntt).as_secs_f64();
             let s = prover.pool().stats();
-            let partition = pinprove::synth::partition_bytes(prover.key())?;
+            let partition = prover.partition_bytes();
             let row = PacingRow {
                 depth,
                 slow,

@@ -61,13 +61,14 @@ pub fn run_batch(
 
 type Stage = fn(&PartitionTimings) -> Duration;
 
-const STAGES: [(&str, Stage); 20] = [
+const STAGES: [(&str, Stage); 21] = [
     ("synthesis", |t| t.synthesis),
     ("queue wait", |t| t.queue_wait),
     ("input wait", |t| t.input_wait),
     ("gpu lock wait", |t| t.gpu_lock_wait),
     ("gpu lock held", |t| t.gpu_lock_held),
     ("h2d", |t| t.h2d),
+    ("constraints (A·z, B·z, C·z)", |t| t.constraints),
     ("ntt: intt+shift", |t| t.ntt_steps.intt),
     ("ntt: coset ntt", |t| t.ntt_steps.coset_ntt),
     ("ntt: quotient", |t| t.ntt_steps.quotient),

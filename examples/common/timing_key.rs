@@ -86,5 +86,6 @@ pub fn timing_key(shape: Shape, lg_m: u32, seed: u64) -> ProvingKey {
         a: g1_points(a, seed ^ 3),
         b_g1: g1_points(b, seed ^ 4),
         b_g2: g2_points(b, seed ^ 5),
+        r1cs: None,
     }
 }

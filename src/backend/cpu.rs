@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use blstrs::{G1Projective, G2Projective};
+use blstrs::{G1Projective, G2Projective, Scalar};
+use ff::Field;
 
 use super::Backend;
 use crate::domain::Domain;
@@ -16,18 +17,31 @@ use crate::msm::msm;
 use crate::synth::Witness;
 use crate::timings::PartitionTimings;
 
-/// CPU kernels on a thread pool; keeps the NTT tables of the last domain size it saw.
+/// CPU kernels on a thread pool; keeps the NTT tables of the last domain size it saw, and the
+/// vectors of recorded partitions (their evaluations and MSM scalars, which synthesis did not
+/// compute).
 #[derive(Debug)]
 pub struct CpuBackend {
     pool: Arc<rayon::ThreadPool>,
     domain: Option<Domain>,
+    recorded: Recorded,
+}
+
+/// What a recorded partition's products fill: z = input ‖ aux, a/b/c (then h in `abc[0]`),
+/// and the A and B scalars. Kept from one partition to the next.
+#[derive(Debug, Default)]
+struct Recorded {
+    z: Vec<Scalar>,
+    abc: [Vec<Scalar>; 3],
+    a_scalars: Vec<Scalar>,
+    b_scalars: Vec<Scalar>,
 }
 
 impl CpuBackend {
     /// A backend with a pool of its own, one thread per core.
     ///
     /// # Errors
-    /// [`Error::Config`] when the pool's threads cannot be started.
+    /// [`Error::Spawn`] when the pool's threads cannot be started.
     pub fn new() -> Result<Self> {
         let pool = rayon::ThreadPoolBuilder::new()
             .thread_name(|i| format!("pinprove-cpu-{i}"))
@@ -38,7 +52,7 @@ impl CpuBackend {
 
     /// A backend whose kernels run on `pool` (a prover shares its compute pool this way).
     pub fn with_pool(pool: Arc<rayon::ThreadPool>) -> Self {
-        CpuBackend { pool, domain: None }
+        CpuBackend { pool, domain: None, recorded: Recorded::default() }
     }
 }
 
@@ -48,23 +62,52 @@ impl Backend for CpuBackend {
     }
 
     fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
-        let start = Instant::now();
         let m = key.domain_size();
+        if w.evaluated.is_none() {
+            let start = Instant::now();
+            let r1cs = key
+                .r1cs
+                .as_deref()
+                .ok_or(Error::Backend("a witness-only partition of a key without recorded constraints".into()))?;
+            let rec = &mut self.recorded;
+            rec.z.clear();
+            rec.z.extend_from_slice(&w.input);
+            rec.z.extend_from_slice(&w.aux);
+            rec.abc.iter_mut().for_each(|v| v.resize(m, Scalar::ZERO));
+            let [a, b, c] = &mut rec.abc;
+            self.pool.install(|| {
+                r1cs.evaluate(&rec.z, [a, b, c])?;
+                r1cs.gather(&rec.z, &mut rec.a_scalars, &mut rec.b_scalars)
+            })?;
+            t.constraints += start.elapsed();
+        }
+        let start = Instant::now();
         // The tables too are computed in parallel: on this backend's pool, like the transforms.
         let domain = match self.domain.take() {
             Some(d) if d.size() == m => d,
             _ => self.pool.install(|| Domain::new(m))?,
         };
-        self.pool.install(|| domain.compute_h(&mut w.abc.a, &mut w.abc.b, &mut w.abc.c));
+        let [a, b, c] = match &mut w.evaluated {
+            Some(e) => [&mut *e.abc.a, &mut *e.abc.b, &mut *e.abc.c],
+            None => self.recorded.abc.each_mut().map(|v| v.as_mut_slice()),
+        };
+        self.pool.install(|| domain.compute_h(a, b, c));
         self.domain = Some(domain);
         t.ntt += start.elapsed();
         Ok(())
     }
 
+    fn evaluates_recorded_constraints(&self) -> bool {
+        true
+    }
+
     fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let start = Instant::now();
-        let h = &w.abc.a[..key.domain_size() - 1];
-        let (a, b) = (&*w.a_scalars, &*w.b_scalars);
+        let (h, a, b): (&[Scalar], &[Scalar], &[Scalar]) = match &w.evaluated {
+            Some(e) => (&e.abc.a, &e.a_scalars, &e.b_scalars),
+            None => (&self.recorded.abc[0], &self.recorded.a_scalars, &self.recorded.b_scalars),
+        };
+        let h = &h[..key.domain_size() - 1];
         // B in G2 alongside the G1 sums, as a GPU backend overlaps it with its G1 MSMs.
         let ((h, l), ((a, b_g1), b_g2)) = self.pool.install(|| {
             rayon::join(

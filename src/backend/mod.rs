@@ -24,8 +24,9 @@ pub trait Backend {
     /// A short name for logs and reports.
     fn name(&self) -> &'static str;
 
-    /// The h stage: from a/b/c (length m) to the coefficients of h = (a·b − c)/Z. Host-side,
-    /// `witness.abc.a[..m-1]` holds h afterwards, or the backend keeps h for `msm`.
+    /// The h stage: from a/b/c (length m; evaluated by synthesis, or by the backend from the
+    /// key's recorded constraints) to the coefficients of h = (a·b − c)/Z, which the backend
+    /// keeps for `msm`.
     ///
     /// # Errors
     /// [`Error::Backend`](crate::Error::Backend) when the partition fails;
@@ -37,6 +38,13 @@ pub trait Backend {
     /// fault](crate::Error::is_device_fault). True for a device backend, whose h stage works on
     /// its own copies of a/b/c; false (the default) for one that computes h in place.
     fn leaves_witness_intact(&self) -> bool {
+        false
+    }
+
+    /// Whether this backend evaluates a key's [recorded constraints](crate::R1cs) itself,
+    /// so that partitions may carry the witness alone ([`Witness::evaluated`] `None`). A
+    /// prover synthesizes in full unless its key has a recording and every backend does.
+    fn evaluates_recorded_constraints(&self) -> bool {
         false
     }
 

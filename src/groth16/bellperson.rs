@@ -58,6 +58,7 @@ impl From<&bp::Parameters<Bls12>> for ProvingKey {
             a: p.a.to_vec(),
             b_g1: p.b_g1.to_vec(),
             b_g2: p.b_g2.to_vec(),
+            r1cs: None,
         }
     }
 }
@@ -75,6 +76,7 @@ impl From<bp::Parameters<Bls12>> for ProvingKey {
             a: take(p.a),
             b_g1: take(p.b_g1),
             b_g2: take(p.b_g2),
+            r1cs: None,
         }
     }
 }

@@ -1,9 +1,12 @@
 //! Keys and proofs: plain data in the layout bellperson's `Parameters` uses.
 
+use std::sync::Arc;
+
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 
 use crate::error::{Error, Result};
+use crate::r1cs::R1cs;
 
 /// Bytes of [`Proof::to_bytes`]: compressed A (48), B (96) and C (48).
 pub const PROOF_BYTES: usize = 192;
@@ -46,6 +49,11 @@ pub struct ProvingKey {
     pub b_g1: Vec<G1Affine>,
     /// Bᵢ(τ)·G2, likewise.
     pub b_g2: Vec<G2Affine>,
+    /// The circuit's recorded constraints, when it has them: then synthesis computes the
+    /// witness only and the backend evaluates the constraints ([`R1cs`]). Not part of the
+    /// parameter file; set by [`with_r1cs`](Self::with_r1cs), checked by
+    /// [`validate`](Self::validate).
+    pub r1cs: Option<Arc<R1cs>>,
 }
 
 impl ProvingKey {
@@ -64,15 +72,23 @@ impl ProvingKey {
         self.h.len() + 1
     }
 
-    /// Bytes of one a/b/c buffer of a partition of this key (m scalars).
-    pub fn abc_buffer_bytes(&self) -> usize {
-        self.domain_size() * std::mem::size_of::<blstrs::Scalar>()
+    /// This key with `r1cs`, its circuit's recorded constraints.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when the recording is not of this key's circuit shape
+    /// ([`R1cs::check_against`]).
+    pub fn with_r1cs(mut self, r1cs: impl Into<Arc<R1cs>>) -> Result<Self> {
+        let r1cs = r1cs.into();
+        r1cs.check_against(&self)?;
+        self.r1cs = Some(r1cs);
+        Ok(self)
     }
 
     /// Checks the invariants a prover relies on.
     ///
     /// # Errors
-    /// [`Error::InvalidKey`] naming the first one that fails.
+    /// [`Error::InvalidKey`] naming the first one that fails; [`Error::Shape`] when the
+    /// recorded constraints are not of this key's circuit shape.
     pub fn validate(&self) -> Result<()> {
         let vars = self.num_inputs() + self.num_aux();
         let fail = |reason| Err(Error::InvalidKey(reason));
@@ -99,7 +115,10 @@ impl ProvingKey {
             // A zero delta lets anyone forge proofs; bellperson refuses it too.
             return fail("delta is the identity");
         }
-        Ok(())
+        match &self.r1cs {
+            Some(r1cs) => r1cs.check_against(self),
+            None => Ok(()),
+        }
     }
 }
 

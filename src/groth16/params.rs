@@ -12,7 +12,7 @@
 //! infinity; [`Check::Full`] also checks that each one is in its prime-order subgroup (the
 //! verifying key's points always are).
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, Write};
 
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use super::{ProvingKey, VerifyingKey};
 use crate::error::{Error, Result};
+use crate::file::Source;
 
 /// How much of each point a read checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -57,59 +58,7 @@ impl FilePoint for G2Affine {
     }
 }
 
-/// A reader that knows its offset and the bytes left, for errors that say where.
-struct Source<R> {
-    reader: R,
-    offset: u64,
-    len: u64,
-}
-
 impl<R: Read + Seek> Source<R> {
-    fn new(mut reader: R) -> Result<Self> {
-        let offset = reader.stream_position()?;
-        let len = reader.seek(SeekFrom::End(0))?;
-        reader.seek(SeekFrom::Start(offset))?;
-        Ok(Source { reader, offset, len })
-    }
-
-    fn left(&self) -> u64 {
-        self.len.saturating_sub(self.offset)
-    }
-
-    /// Fills `buf`, or names `what` as cut short (or unreadable).
-    fn read_exact(&mut self, buf: &mut [u8], what: impl FnOnce() -> String) -> Result<()> {
-        let at = self.offset;
-        let reason = if (buf.len() as u64) > self.left() {
-            "the file ends inside it"
-        } else {
-            match self.reader.read_exact(buf) {
-                Ok(()) => {
-                    self.offset += buf.len() as u64;
-                    return Ok(());
-                }
-                Err(_) => "it cannot be read",
-            }
-        };
-        Err(Error::Decode { what: what(), offset: at, reason })
-    }
-
-    /// A u32 BE count of `what` items of `bytes` each, checked against the bytes left before
-    /// anything is allocated for them.
-    fn count(&mut self, what: &str, bytes: usize) -> Result<usize> {
-        let at = self.offset;
-        let mut buf = [0u8; 4];
-        self.read_exact(&mut buf, || format!("length of {what}"))?;
-        let count = u32::from_be_bytes(buf) as u64;
-        if count * bytes as u64 > self.left() {
-            return Err(Error::Decode {
-                what: format!("length of {what} ({count} points)"),
-                offset: at,
-                reason: "it exceeds the bytes left in the file",
-            });
-        }
-        Ok(count as usize)
-    }
-
     /// One point of the verifying key: on the curve and in its subgroup, always.
     fn vk_point<P: FilePoint>(&mut self, what: &str) -> Result<P> {
         let mut repr = P::Uncompressed::default();
@@ -195,6 +144,7 @@ impl ProvingKey {
             a: src.query("a", check)?,
             b_g1: src.query("b_g1", check)?,
             b_g2: src.query("b_g2", check)?,
+            r1cs: None,
         };
         key.validate()?;
         Ok(key)

@@ -116,6 +116,11 @@ pub struct Prover {
     shared: Arc<Shared>,
     next_job: AtomicU64,
     max_in_flight: usize,
+    /// Whether circuits are synthesized witness-only: the key has recorded constraints and
+    /// every backend evaluates them.
+    witness_only: bool,
+    /// Bytes of one partition's pool buffers.
+    partition_bytes: usize,
 }
 
 impl std::fmt::Debug for Prover {
@@ -185,17 +190,12 @@ impl Prover {
         if factories.len() > MAX_THREADS {
             return Err(Error::Config("at most MAX_THREADS (1024) backends"));
         }
-        let partition = partition_bytes(&key)?;
-        if partition > pool.config().max_bytes {
-            return Err(Error::Config("the pool's cap (max_bytes) cannot hold the buffers of one partition"));
-        }
         let devices = factories.len();
         let max_in_flight = config.synthesis_threads + (config.max_gpu_queue_depth + 1) * devices;
         let prewarm_partitions = config.prewarm_partitions.unwrap_or(max_in_flight);
         if prewarm_partitions > max_in_flight {
             return Err(Error::Config("prewarm_partitions must be at most the in-flight bound"));
         }
-        prewarm(&pool, witness_buffer_bytes(&key)?, partition, prewarm_partitions);
 
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth * devices);
         let retry = crossbeam_channel::unbounded::<Partition>();
@@ -203,7 +203,7 @@ impl Prover {
         let shared = Arc::new(Shared::new(factories.len()));
         let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&key.vk)));
         let mut proving_threads = Vec::with_capacity(factories.len());
-        let mut backend = "";
+        let (mut backend, mut all_evaluate) = ("", true);
         for (i, factory) in factories.into_iter().enumerate() {
             let (started, start_result) = crossbeam_channel::bounded(1);
             let ctx = ProvingContext {
@@ -219,7 +219,7 @@ impl Prover {
                 .name(format!("pinprove-prover-{i}"))
                 .spawn(move || match factory(&ctx.key) {
                     Ok(backend) => {
-                        let _ = started.send(Ok(backend.name()));
+                        let _ = started.send(Ok((backend.name(), backend.evaluates_recorded_constraints())));
                         proving_loop(backend, i, &ctx);
                     }
                     Err(e) => {
@@ -229,8 +229,21 @@ impl Prover {
                 .map_err(Error::Spawn)?;
             proving_threads.push(thread);
             // On an error, dropping `stop` below ends the threads already started.
-            backend = start_result.recv().unwrap_or(Err(Error::PipelineClosed))?;
+            let evaluates;
+            (backend, evaluates) = start_result.recv().unwrap_or(Err(Error::PipelineClosed))?;
+            all_evaluate &= evaluates;
         }
+        let witness_only = key.r1cs.is_some() && all_evaluate;
+        if key.r1cs.is_some() && !witness_only {
+            log::info!(
+                "the {backend} backend does not evaluate recorded constraints: circuits are synthesized in full"
+            );
+        }
+        let partition = partition_bytes(&key, witness_only)?;
+        if partition > pool.config().max_bytes {
+            return Err(Error::Config("the pool's cap (max_bytes) cannot hold the buffers of one partition"));
+        }
+        prewarm(&pool, &witness_buffer_bytes(&key, witness_only)?, partition, prewarm_partitions);
         let synthesis = rayon::ThreadPoolBuilder::new()
             .num_threads(config.synthesis_threads)
             .thread_name(|i| format!("pinprove-synth-{i}"))
@@ -247,6 +260,8 @@ impl Prover {
             shared,
             next_job: AtomicU64::new(0),
             max_in_flight,
+            witness_only,
+            partition_bytes: partition,
         })
     }
 
@@ -317,6 +332,7 @@ impl Prover {
             pool: self.pool.clone(),
             shared: Arc::clone(&self.shared),
             jobs: self.jobs.clone().expect("the channel lives until the prover ends"),
+            witness_only: self.witness_only,
         }
     }
 
@@ -350,6 +366,20 @@ impl Prover {
     /// The backend's name.
     pub fn backend(&self) -> &'static str {
         self.backend
+    }
+
+    /// Whether circuits are synthesized witness-only, their constraints evaluated by the
+    /// backends from the key's [recording](crate::R1cs): the key has one and every backend
+    /// evaluates it ([`Backend::evaluates_recorded_constraints`]). Otherwise synthesis
+    /// evaluates the constraints, as without a recording; the proofs are the same.
+    pub fn is_witness_only(&self) -> bool {
+        self.witness_only
+    }
+
+    /// Bytes of pool buffers one partition in flight holds (the witness alone when
+    /// [witness-only](Self::is_witness_only)).
+    pub fn partition_bytes(&self) -> usize {
+        self.partition_bytes
     }
 
     /// Most partitions that can hold buffers at once: synthesis threads + (queue depth + 1) ×
@@ -411,7 +441,7 @@ fn compute_pool(threads: usize) -> Result<rayon::ThreadPool> {
 
 /// Allocates up to `partitions` partitions' buffers, as many as the pool's cap allows. A
 /// failing allocation ends the prewarm with a warning, not the prover: checkouts fall back.
-fn prewarm(pool: &PinnedPool, buffers: [usize; 6], partition: usize, partitions: usize) {
+fn prewarm(pool: &PinnedPool, buffers: &[usize], partition: usize, partitions: usize) {
     let fits = pool.config().max_bytes.saturating_sub(pool.stats().bytes_pinned) / partition;
     if fits < partitions {
         log::warn!("the pool's cap allows prewarming {fits} of {partitions} partitions of {partition} bytes");

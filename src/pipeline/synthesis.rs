@@ -14,7 +14,7 @@ use super::jobs::{Partition, Reply, Shared};
 use crate::error::Error;
 use crate::groth16::ProvingKey;
 use crate::pool::PinnedPool;
-use crate::synth::synthesize;
+use crate::synth::{synthesize, synthesize_witness};
 use crate::timings::PartitionTimings;
 
 /// What a synthesis task needs, cloned per job.
@@ -23,6 +23,8 @@ pub(super) struct SynthesisContext {
     pub(super) pool: PinnedPool,
     pub(super) shared: Arc<Shared>,
     pub(super) jobs: Sender<Partition>,
+    /// Synthesize the witness alone (the backends evaluate the key's recorded constraints).
+    pub(super) witness_only: bool,
 }
 
 impl SynthesisContext {
@@ -33,7 +35,11 @@ impl SynthesisContext {
         }
         let start = Instant::now();
         let synthesis_worker = rayon::current_thread_index().unwrap_or(0);
-        let witness = match catch_unwind(AssertUnwindSafe(|| synthesize(circuit, &self.key, &self.pool))) {
+        let synthesized = catch_unwind(AssertUnwindSafe(|| match (&self.key.r1cs, self.witness_only) {
+            (Some(r1cs), true) => synthesize_witness(circuit, r1cs, &self.pool),
+            _ => synthesize(circuit, &self.key, &self.pool),
+        }));
+        let witness = match synthesized {
             Ok(Ok(witness)) => witness,
             // The witness, if any, was dropped while unwinding: its buffers are back.
             Ok(Err(e)) => return reply.answer(Err(e)),

@@ -11,4 +11,5 @@ mod params;
 mod pipeline;
 mod pool;
 mod prove;
+mod recorded;
 mod support;

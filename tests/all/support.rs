@@ -29,7 +29,7 @@ pub(crate) fn config(threads: usize, depth: usize) -> Config {
 
 /// Bytes of the pool buffers one partition of `key` holds (a zero-length buffer takes 1 byte).
 pub(crate) fn partition_bytes(key: &ProvingKey) -> usize {
-    pinprove::synth::partition_bytes(key).unwrap()
+    pinprove::synth::partition_bytes(key, false).unwrap()
 }
 
 /// Polls until every buffer is back (circuits aborted mid-synthesis return theirs when they

@@ -584,14 +584,16 @@ impl Backend for CudaBackend {
         let d = domain.as_mut().expect("made above");
         let s = scalars.as_ref().expect("made with the key");
         let [da, db, dc] = &d.abc;
+        // Partitions come witness-only only to backends that evaluate recorded constraints.
+        let e = w.evaluated.as_ref().ok_or(Error::Backend("a witness-only partition on the CUDA backend".into()))?;
         ev[START].record(stream).map_err(from_cust)?;
         // Pinned buffers go by DMA directly; fallback (pageable) ones through the staging chunks.
         // a, b and c first, on the stream the h stage runs on; the MSMs' scalars after them on
         // the copy stream, while the h stage runs: `msm`'s stream waits for them.
         let abc = [
-            upload(stream, staging, &w.abc.a, w.abc.a.is_pinned(), da)?,
-            upload(stream, staging, &w.abc.b, w.abc.b.is_pinned(), db)?,
-            upload(stream, staging, &w.abc.c, w.abc.c.is_pinned(), dc)?,
+            upload(stream, staging, &e.abc.a, e.abc.a.is_pinned(), da)?,
+            upload(stream, staging, &e.abc.b, e.abc.b.is_pinned(), db)?,
+            upload(stream, staging, &e.abc.c, e.abc.c.is_pinned(), dc)?,
         ];
         ev[H2D].record(stream).map_err(from_cust)?;
         let abc_copied = mark(stream)?;
@@ -599,8 +601,8 @@ impl Backend for CudaBackend {
         wait_for(copies, abc_copied)?; // one copy at a time: a, b, c at the whole bandwidth
         let msm_scalars = [
             upload(copies, staging, &w.aux, w.aux.is_pinned(), &s.aux)?,
-            upload(copies, staging, &w.a_scalars, w.a_scalars.is_pinned(), &s.a)?,
-            upload(copies, staging, &w.b_scalars, w.b_scalars.is_pinned(), &s.b)?,
+            upload(copies, staging, &e.a_scalars, e.a_scalars.is_pinned(), &s.a)?,
+            upload(copies, staging, &e.b_scalars, e.b_scalars.is_pinned(), &s.b)?,
         ];
         ev[SCALARS_H2D].record(copies).map_err(from_cust)?;
         // The MSMs, enqueued next on `stream`, read the scalars; the copies read the witness's
@@ -643,6 +645,7 @@ impl Backend for CudaBackend {
             ..
         } = self;
         let (d, k) = (domain.as_ref().expect("made by h"), device_key.as_ref().expect("held since h"));
+        let e = w.evaluated.as_ref().ok_or(Error::Backend("a witness-only partition on the CUDA backend".into()))?;
         let s = scalars.as_ref().expect("made with the key");
         let m = &ev[MSM_STEPS..MSM_STEPS + 5];
         let msms = Msms { kernels: msm, stream, copies, staging, scratch };
@@ -651,11 +654,11 @@ impl Backend for CudaBackend {
         m[0].record(stream).map_err(from_cust)?;
         let (l, _) = msms.msm::<G1>(&s.aux, w.aux.len(), l, g1_sums, None)?;
         m[1].record(stream).map_err(from_cust)?;
-        let (a, _) = msms.msm::<G1>(&s.a, w.a_scalars.len(), a, g1_sums, None)?;
+        let (a, _) = msms.msm::<G1>(&s.a, e.a_scalars.len(), a, g1_sums, None)?;
         m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan) = msms.msm::<G1>(&s.b, w.b_scalars.len(), b_g1, g1_sums, None)?;
+        let (b_g1, plan) = msms.msm::<G1>(&s.b, e.b_scalars.len(), b_g1, g1_sums, None)?;
         m[3].record(stream).map_err(from_cust)?;
-        let (b_g2, _) = msms.msm::<G2>(&s.b, w.b_scalars.len(), k.b_g2(), g2_sums, plan)?;
+        let (b_g2, _) = msms.msm::<G2>(&s.b, e.b_scalars.len(), k.b_g2(), g2_sums, plan)?;
         m[4].record(stream).map_err(from_cust)?;
         let result = MsmSums { h, l, a, b_g1, b_g2 };
         let steps = MsmSteps {

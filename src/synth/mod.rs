@@ -1,6 +1,8 @@
 //! Synthesis: running a circuit straight into a partition's pool buffers.
 //!
-//! Phase: witness generation, on the synthesis threads. [`WitnessCs`] is a bellpepper
+//! Phase: witness generation, on the synthesis threads. With recorded constraints (a key's
+//! [`r1cs`](ProvingKey::r1cs)) a circuit runs witness-only (`witness_only.rs`): its
+//! `enforce` only counts and the aux go straight into a pool buffer. Without, `WitnessCs` is a bellpepper
 //! `ConstraintSystem` that evaluates each constraint's ⟨A,z⟩, ⟨B,z⟩, ⟨C,z⟩ as it is enforced
 //! and appends them to a/b/c, like bellperson 0.27's `ProvingAssignment`, but into buffers
 //! checked out for the key's sizes: no matrices are built and nothing reallocates. Densities
@@ -17,6 +19,9 @@ use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, Synth
 use blstrs::Scalar;
 use ff::Field;
 
+mod witness_only;
+
+pub use self::witness_only::synthesize_witness;
 use crate::abc::{PinnedAbcBuffers, PinnedVec};
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
@@ -24,7 +29,7 @@ use crate::pool::PinnedPool;
 
 /// Which variables of one kind a query uses (bellperson's `DensityTracker`).
 #[derive(Debug, Clone, Default)]
-pub struct Density {
+struct Density {
     used: Vec<bool>,
     count: usize,
 }
@@ -42,12 +47,12 @@ impl Density {
     }
 
     /// How many variables are used.
-    pub fn count(&self) -> usize {
+    fn count(&self) -> usize {
         self.count
     }
 
     /// The values of the used variables, in order: the scalars of a filtered query's MSM.
-    pub fn gather<'v>(&'v self, values: &'v [Scalar]) -> impl Iterator<Item = Scalar> + 'v {
+    fn gather<'v>(&'v self, values: &'v [Scalar]) -> impl Iterator<Item = Scalar> + 'v {
         values.iter().zip(&self.used).filter(|(_, used)| **used).map(|(v, _)| *v)
     }
 }
@@ -56,12 +61,20 @@ impl Density {
 /// but the (short) public inputs lives in pool buffers.
 #[derive(Debug)]
 pub struct Witness {
-    /// a, b, c, each zero-padded to the domain size m.
-    pub abc: PinnedAbcBuffers,
     /// Public input assignment, the constant one first.
     pub input: Vec<Scalar>,
     /// Auxiliary assignment: the scalars of the L query's MSM.
     pub aux: PinnedVec<Scalar>,
+    /// What synthesis evaluated; `None` when the key has recorded constraints
+    /// ([`ProvingKey::r1cs`]), which the backend evaluates on z = input ‖ aux.
+    pub evaluated: Option<Evaluated>,
+}
+
+/// The constraints evaluated during synthesis, for keys without recorded constraints.
+#[derive(Debug)]
+pub struct Evaluated {
+    /// a, b, c, each zero-padded to the domain size m.
+    pub abc: PinnedAbcBuffers,
     /// The scalars of the A query's MSM: every input, then the aux variables used in A.
     pub a_scalars: PinnedVec<Scalar>,
     /// The scalars of the B queries' MSMs (G1 and G2): the inputs, then the aux variables,
@@ -72,7 +85,11 @@ pub struct Witness {
 impl Witness {
     /// Whether every pool buffer of the witness is page-locked.
     pub fn is_pinned(&self) -> bool {
-        self.abc.is_pinned() && self.aux.is_pinned() && self.a_scalars.is_pinned() && self.b_scalars.is_pinned()
+        self.aux.is_pinned()
+            && self
+                .evaluated
+                .as_ref()
+                .is_none_or(|e| e.abc.is_pinned() && e.a_scalars.is_pinned() && e.b_scalars.is_pinned())
     }
 
     /// The public inputs without the constant one: what a verifier is given.
@@ -81,36 +98,42 @@ impl Witness {
     }
 }
 
-/// Bytes of the six pool buffers one partition of `key` holds: a, b, c (m scalars each), aux,
-/// and the A and B scalars. Prewarming and the pool's cap are counted in these.
+/// Bytes of the pool buffers one partition of `key` holds: `witness_only`, the aux alone;
+/// else a, b, c (m scalars each), the aux, and the A and B scalars. Prewarming and the
+/// pool's cap are counted in these.
 ///
 /// # Errors
 /// [`Error::Config`] when the sizes overflow `usize` (no host could hold them).
-pub fn witness_buffer_bytes(key: &ProvingKey) -> Result<[usize; 6]> {
+pub(crate) fn witness_buffer_bytes(key: &ProvingKey, witness_only: bool) -> Result<Vec<usize>> {
     let m = key.domain_size();
-    let scalars = [m, m, m, key.num_aux(), key.a.len(), key.b_g1.len()];
-    let mut bytes = [0; 6];
-    for (b, n) in bytes.iter_mut().zip(scalars) {
-        *b = n
-            .checked_mul(std::mem::size_of::<Scalar>())
-            .ok_or(Error::Config("a partition's buffers overflow usize"))?;
-    }
-    Ok(bytes)
+    let scalars = match witness_only {
+        true => vec![key.num_aux()],
+        false => vec![m, m, m, key.num_aux(), key.a.len(), key.b_g1.len()],
+    };
+    scalars
+        .into_iter()
+        .map(|n| {
+            n.checked_mul(std::mem::size_of::<Scalar>()).ok_or(Error::Config("a partition's buffers overflow usize"))
+        })
+        .collect()
 }
 
-/// Bytes the pool holds for one partition of `key`: its six buffers, each at least one byte
-/// (as the pool hands them out). A pool's cap must hold this much.
+/// Bytes the pool holds for one partition of `key`, synthesized `witness_only` (with the
+/// key's recorded constraints) or in full: its buffers, each at least one byte (as the pool
+/// hands them out). A pool's cap must hold this much.
 ///
 /// # Errors
 /// [`Error::Config`] when the sizes overflow `usize`.
-pub fn partition_bytes(key: &ProvingKey) -> Result<usize> {
-    witness_buffer_bytes(key)?
+pub fn partition_bytes(key: &ProvingKey, witness_only: bool) -> Result<usize> {
+    witness_buffer_bytes(key, witness_only)?
         .iter()
         .try_fold(0usize, |sum, b| sum.checked_add((*b).max(1)))
         .ok_or(Error::Config("a partition's buffers overflow usize"))
 }
 
-/// Synthesizes `circuit` into buffers checked out from `pool`, checking its shape against `key`.
+/// Synthesizes `circuit` into buffers checked out from `pool`, checking its shape against
+/// `key`: the constraints' evaluations and the witness (for the witness alone, see
+/// [`synthesize_witness`]).
 ///
 /// # Errors
 /// The pool's errors ([`Error::PoolTooSmall`], [`Error::OutOfMemory`]); [`Error::Synthesis`]
@@ -118,7 +141,9 @@ pub fn partition_bytes(key: &ProvingKey) -> Result<usize> {
 /// the circuit does not match the key. The buffers are back in the pool when an error returns.
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C, key: &ProvingKey, pool: &PinnedPool) -> Result<Witness> {
     let m = key.domain_size();
-    let [a, b, c, aux, a_scalars, b_scalars] = pool.checkout_many(witness_buffer_bytes(key)?)?;
+    let [a, b, c, aux, a_scalars, b_scalars] = <[usize; 6]>::try_from(witness_buffer_bytes(key, false)?)
+        .map(|bytes| pool.checkout_many(bytes))
+        .expect("six buffers when synthesis evaluates")?;
     let mut cs = WitnessCs {
         abc: PinnedAbcBuffers { a: PinnedVec::new(a), b: PinnedVec::new(b), c: PinnedVec::new(c) },
         input: Vec::with_capacity(key.num_inputs()),
@@ -146,12 +171,13 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C, key: &ProvingKey, pool: &Pinne
     let b = cs.b_input_density.gather(&cs.input).chain(cs.b_aux_density.gather(&cs.aux));
     a_scalars.extend_within_capacity(a)?;
     b_scalars.extend_within_capacity(b)?;
-    Ok(Witness { abc: cs.abc, input: cs.input, aux: cs.aux, a_scalars, b_scalars })
+    let evaluated = Evaluated { abc: cs.abc, a_scalars, b_scalars };
+    Ok(Witness { input: cs.input, aux: cs.aux, evaluated: Some(evaluated) })
 }
 
 /// The synthesis-time constraint system; see the module docs.
 #[derive(Debug)]
-pub struct WitnessCs {
+struct WitnessCs {
     abc: PinnedAbcBuffers,
     input: Vec<Scalar>,
     aux: PinnedVec<Scalar>,

@@ -1,0 +1,114 @@
+//! Reading files of untrusted bytes (parameter files, recorded constraints): every read says
+//! what and where on failure, and every length is checked against the bytes left before
+//! anything is allocated for it, so a corrupt length costs an error, not an allocation.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use crate::error::{Error, Result};
+
+/// A reader that knows its offset and the bytes left, for errors that say where.
+pub(crate) struct Source<R> {
+    reader: R,
+    /// Bytes read so far (from the reader's start), for errors that say where.
+    pub(crate) offset: u64,
+    len: u64,
+}
+
+impl<R: Read + Seek> Source<R> {
+    pub(crate) fn new(mut reader: R) -> Result<Self> {
+        let offset = reader.stream_position()?;
+        let len = reader.seek(SeekFrom::End(0))?;
+        reader.seek(SeekFrom::Start(offset))?;
+        Ok(Source { reader, offset, len })
+    }
+
+    pub(crate) fn left(&self) -> u64 {
+        self.len.saturating_sub(self.offset)
+    }
+
+    /// Fills `buf`, or names `what` as cut short (or unreadable).
+    pub(crate) fn read_exact(&mut self, buf: &mut [u8], what: impl FnOnce() -> String) -> Result<()> {
+        let at = self.offset;
+        let reason = if (buf.len() as u64) > self.left() {
+            "the file ends inside it"
+        } else {
+            match self.reader.read_exact(buf) {
+                Ok(()) => {
+                    self.offset += buf.len() as u64;
+                    return Ok(());
+                }
+                Err(_) => "it cannot be read",
+            }
+        };
+        Err(Error::Decode { what: what(), offset: at, reason })
+    }
+
+    /// A u32 BE count of `what` items of `bytes` each, checked against the bytes left before
+    /// anything is allocated for them.
+    pub(crate) fn count(&mut self, what: &str, bytes: usize) -> Result<usize> {
+        let at = self.offset;
+        let mut buf = [0u8; 4];
+        self.read_exact(&mut buf, || format!("length of {what}"))?;
+        let count = u32::from_be_bytes(buf) as u64;
+        if count * bytes as u64 > self.left() {
+            return Err(Error::Decode {
+                what: format!("length of {what} ({count} points)"),
+                offset: at,
+                reason: "it exceeds the bytes left in the file",
+            });
+        }
+        Ok(count as usize)
+    }
+
+    /// A little-endian u64.
+    pub(crate) fn u64_le(&mut self, what: &str) -> Result<u64> {
+        let mut buf = [0u8; 8];
+        self.read_exact(&mut buf, || what.to_owned())?;
+        Ok(u64::from_le_bytes(buf))
+    }
+
+    /// Checks that `count` items of `bytes` each fit in the bytes left, before anything is
+    /// allocated for them.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] naming `what` when they do not.
+    pub(crate) fn fits(&self, what: &str, count: u64, bytes: usize) -> Result<usize> {
+        if count.checked_mul(bytes as u64).is_none_or(|total| total > self.left()) {
+            return Err(Error::Decode {
+                what: format!("length of {what} ({count} items)"),
+                offset: self.offset,
+                reason: "it exceeds the bytes left in the file",
+            });
+        }
+        // It fits in the file, so in the address space of the machine that holds the file.
+        Ok(count as usize)
+    }
+
+    /// `count` little-endian u32s, read in chunks (no second copy of a large array).
+    pub(crate) fn u32s_le(&mut self, what: &str, count: u64) -> Result<Vec<u32>> {
+        let n = self.fits(what, count, 4)?;
+        let mut out = Vec::with_capacity(n);
+        let mut buf = vec![0u8; 4 * n.min(CHUNK)];
+        while out.len() < n {
+            let first = out.len();
+            let bytes = &mut buf[..4 * (n - first).min(CHUNK)];
+            self.read_exact(bytes, || format!("{what}[{first}..{n}]"))?;
+            out.extend(bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))));
+        }
+        Ok(out)
+    }
+}
+
+/// Items read or written per chunk of an array.
+const CHUNK: usize = 1 << 18;
+
+/// Writes `values` as little-endian u32s, in chunks.
+pub(crate) fn write_u32s_le<W: std::io::Write>(writer: &mut W, values: &[u32]) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(4 * values.len().min(CHUNK));
+    for chunk in values.chunks(CHUNK) {
+        buf.clear();
+        buf.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
+        writer.write_all(&buf)?;
+    }
+    Ok(())
+}

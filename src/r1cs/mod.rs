@@ -1,0 +1,273 @@
+//! Recorded constraints: a circuit's A, B and C matrices, recorded once per circuit shape, so
+//! that proving a circuit needs only its witness.
+//!
+//! Phase: setup (record, or read the recording from a file), then per partition the
+//! products a = A·z, b = B·z, c = C·z and the gathers of the A and B MSMs' scalars, on a
+//! backend. z is the full assignment, the public inputs (the constant one first) then the aux
+//! variables. Each matrix is compressed sparse rows: per row its entries' variables (indices
+//! into z) and coefficients, which are indices into one table of the distinct coefficients;
+//! its first two entries are 1 and −1, so most terms take an addition or a subtraction, not a
+//! product. Rows are the circuit's constraints, then one `input · 0 = 0` per public input, as
+//! the key was generated with. This is the pre-compiled constraint evaluator of cuzk (Curio's
+//! `extern/cuzk`), with the products done by the backend.
+//!
+//! A recording carries the densities a key's queries are filtered by (which aux variables A
+//! uses, which variables B uses), so it is checked against a key the way synthesis is:
+//! constraints (rounded up to the domain), inputs, aux, and the A and B query lengths. A
+//! circuit whose constraints differ from its recording with the same counts is not caught
+//! here: its proof does not verify, and the prover answers `ProofInvalid`.
+
+mod file;
+mod record;
+
+use blstrs::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::groth16::ProvingKey;
+
+/// Index of the coefficient 1 in every table.
+pub(crate) const ONE: u32 = 0;
+/// Index of the coefficient −1 in every table.
+pub(crate) const MINUS_ONE: u32 = 1;
+
+/// Rows processed per parallel task by the CPU products.
+const ROWS_PER_TASK: usize = 1 << 12;
+
+/// Row starts of a sparse matrix: 32-bit while its entries fit, 64-bit beyond.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RowStarts {
+    /// Fewer than 2^32 entries.
+    Narrow(Vec<u32>),
+    /// 2^32 entries or more.
+    Wide(Vec<u64>),
+}
+
+impl RowStarts {
+    fn from_wide(starts: Vec<u64>) -> Self {
+        match starts.last().is_some_and(|&n| n > u64::from(u32::MAX)) {
+            true => RowStarts::Wide(starts),
+            false => RowStarts::Narrow(starts.into_iter().map(|s| s as u32).collect()),
+        }
+    }
+
+    /// Entries `range(i)` belong to row i.
+    fn range(&self, i: usize) -> std::ops::Range<usize> {
+        match self {
+            RowStarts::Narrow(s) => s[i] as usize..s[i + 1] as usize,
+            RowStarts::Wide(s) => s[i] as usize..s[i + 1] as usize,
+        }
+    }
+
+    fn rows(&self) -> usize {
+        match self {
+            RowStarts::Narrow(s) => s.len() - 1,
+            RowStarts::Wide(s) => s.len() - 1,
+        }
+    }
+
+    /// Bytes of the starts.
+    fn bytes(&self) -> usize {
+        match self {
+            RowStarts::Narrow(s) => 4 * s.len(),
+            RowStarts::Wide(s) => 8 * s.len(),
+        }
+    }
+}
+
+/// One matrix in compressed sparse rows.
+///
+/// Invariants (checked on read): the starts rise from 0 to the entries' count; every
+/// variable indexes z; every coefficient indexes the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Matrix {
+    pub(crate) starts: RowStarts,
+    /// Per entry, its variable's index in z.
+    pub(crate) vars: Vec<u32>,
+    /// Per entry, its coefficient's index in the table.
+    pub(crate) coeffs: Vec<u32>,
+}
+
+impl Matrix {
+    /// ⟨row i, z⟩.
+    fn row_dot(&self, i: usize, z: &[Scalar], table: &[Scalar]) -> Scalar {
+        let range = self.starts.range(i);
+        let mut acc = Scalar::ZERO;
+        for (&v, &k) in self.vars[range.clone()].iter().zip(&self.coeffs[range]) {
+            let x = z[v as usize];
+            match k {
+                ONE => acc += x,
+                MINUS_ONE => acc -= x,
+                k => acc += x * table[k as usize],
+            }
+        }
+        acc
+    }
+
+    fn bytes(&self) -> usize {
+        self.starts.bytes() + 4 * (self.vars.len() + self.coeffs.len())
+    }
+}
+
+/// A circuit's constraints, recorded once: see the module docs.
+///
+/// # Examples
+/// ```
+/// use pinprove::{groth16, Circuit, Config, ConstraintSystem, Field, Prover, R1cs, Scalar, SynthesisError};
+///
+/// /// Knows x with x² = y, for public y.
+/// struct Square(Scalar);
+/// impl Circuit<Scalar> for Square {
+///     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+///         let x = cs.alloc(|| "x", || Ok(self.0))?;
+///         let y = cs.alloc_input(|| "y", || Ok(self.0.square()))?;
+///         cs.enforce(|| "x*x=y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+///         Ok(())
+///     }
+/// }
+///
+/// let key = groth16::generator::generate_random_parameters(Square(Scalar::ZERO), &mut rand_core::OsRng)?;
+/// // Once per circuit shape (or R1cs::read from a file that R1cs::write made):
+/// let r1cs = R1cs::record(Square(Scalar::ZERO))?;
+/// let key = key.with_r1cs(r1cs)?; // checked against the key
+/// let prover = Prover::new(key, Config { synthesis_threads: 2, ..Config::default() })?;
+/// // Synthesis now computes the witness only; the backend evaluates the constraints.
+/// let proof = prover.prove(vec![Square(Scalar::from(3))])?.remove(0)?;
+/// let pvk = groth16::prepare_verifying_key(&prover.key().vk);
+/// assert!(groth16::verify_proof(&pvk, &proof, &[Scalar::from(9)])?);
+/// prover.shutdown();
+/// # Ok::<(), pinprove::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct R1cs {
+    /// Public inputs, the constant one included.
+    inputs: usize,
+    aux: usize,
+    /// The circuit's own constraints (the matrices have `inputs` rows more).
+    constraints: usize,
+    /// The distinct coefficients: `[ONE]` is 1, `[MINUS_ONE]` is −1.
+    table: Vec<Scalar>,
+    a: Matrix,
+    b: Matrix,
+    c: Matrix,
+    /// The aux variables A uses (every input is used, by its `input · 0 = 0` row), rising.
+    a_aux: Vec<u32>,
+    /// The variables (indices into z) B uses, rising.
+    b_vars: Vec<u32>,
+}
+
+impl R1cs {
+    /// Public inputs, the constant one included.
+    pub fn num_inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// Aux (private) variables.
+    pub fn num_aux(&self) -> usize {
+        self.aux
+    }
+
+    /// The circuit's own constraints.
+    pub fn num_constraints(&self) -> usize {
+        self.constraints
+    }
+
+    /// Points of the A query of this circuit's key: every input, then the aux variables A
+    /// uses.
+    pub fn a_query_len(&self) -> usize {
+        self.inputs + self.a_aux.len()
+    }
+
+    /// Points of each B query of this circuit's key: the variables B uses.
+    pub fn b_query_len(&self) -> usize {
+        self.b_vars.len()
+    }
+
+    /// Nonzero entries of A, B and C.
+    pub fn entries(&self) -> [usize; 3] {
+        [self.a.vars.len(), self.b.vars.len(), self.c.vars.len()]
+    }
+
+    /// Bytes the recording holds in memory (matrices, table, densities): what a backend
+    /// holds beside the key to evaluate it.
+    pub fn bytes(&self) -> usize {
+        let s = std::mem::size_of::<Scalar>();
+        self.a.bytes()
+            + self.b.bytes()
+            + self.c.bytes()
+            + s * self.table.len()
+            + 4 * (self.a_aux.len() + self.b_vars.len())
+    }
+
+    /// Checks that this recording describes `key`'s circuit shape: the domain (constraints
+    /// and inputs, rounded up), inputs, aux variables, and the A and B query lengths.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] naming the first count that differs.
+    pub fn check_against(&self, key: &ProvingKey) -> Result<()> {
+        let domain = (self.constraints + self.inputs).checked_next_power_of_two().unwrap_or(usize::MAX);
+        let checks = [
+            ("recorded domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
+            ("recorded public inputs (with the constant one)", key.num_inputs(), self.inputs),
+            ("recorded aux variables", key.num_aux(), self.aux),
+            ("recorded a query length (variables used in A)", key.a.len(), self.a_query_len()),
+            ("recorded b query length (variables used in B)", key.b_g1.len(), self.b_query_len()),
+        ];
+        match checks.into_iter().find(|(_, expected, got)| expected != got) {
+            Some((what, expected, got)) => Err(Error::Shape { what, expected, got }),
+            None => Ok(()),
+        }
+    }
+
+    /// a = A·z, b = B·z, c = C·z on the current rayon pool, each zero-padded to the length
+    /// of its output slice (the domain size).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when z is not inputs + aux long, or an output is shorter than the
+    /// matrices' rows.
+    pub(crate) fn evaluate(&self, z: &[Scalar], [a, b, c]: [&mut [Scalar]; 3]) -> Result<()> {
+        self.check_z(z)?;
+        for (m, out) in [(&self.a, a), (&self.b, b), (&self.c, c)] {
+            let rows = m.starts.rows();
+            if out.len() < rows {
+                return Err(Error::Shape {
+                    what: "evaluation length (at least the rows)",
+                    expected: rows,
+                    got: out.len(),
+                });
+            }
+            let (head, tail) = out.split_at_mut(rows);
+            head.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(t, chunk)| {
+                for (j, x) in chunk.iter_mut().enumerate() {
+                    *x = m.row_dot(t * ROWS_PER_TASK + j, z, &self.table);
+                }
+            });
+            tail.par_iter_mut().for_each(|x| *x = Scalar::ZERO);
+        }
+        Ok(())
+    }
+
+    /// The scalars of the A and B MSMs: every input then the aux variables A uses, and the
+    /// variables B uses, appended to `a` and `b`.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when z is not inputs + aux long.
+    pub(crate) fn gather(&self, z: &[Scalar], a: &mut Vec<Scalar>, b: &mut Vec<Scalar>) -> Result<()> {
+        self.check_z(z)?;
+        a.clear();
+        b.clear();
+        a.extend_from_slice(&z[..self.inputs]);
+        a.extend(self.a_aux.iter().map(|&j| z[self.inputs + j as usize]));
+        b.extend(self.b_vars.iter().map(|&v| z[v as usize]));
+        Ok(())
+    }
+
+    fn check_z(&self, z: &[Scalar]) -> Result<()> {
+        let expected = self.inputs + self.aux;
+        match z.len() == expected {
+            true => Ok(()),
+            false => Err(Error::Shape { what: "witness length (inputs + aux)", expected, got: z.len() }),
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Recorded constraints ([`R1cs`]): proofs from witness-only synthesis equal the full path's
+//! and bellperson's bit for bit (fixed r, s) on the benchmark shapes; the recording's file
+//! round-trips and every damaged file is a typed error; a recording of another shape is
+//! refused; a circuit whose constraints differ from the recording is `ProofInvalid`, and the
+//! prover goes on; native witness paths and parts synthesized apart give the same proofs.
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use bellperson::groth16 as bp;
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use pinprove::groth16::{Proof, ProvingKey};
+use pinprove::{Circuit, Config, ConstraintSystem, Error, Prover, R1cs, SynthesisError};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+use crate::circuits::shapes::{Chain, Shape, SHA256_ROUND};
+use crate::circuits::MimcChain;
+use crate::support::{assert_balanced, config};
+
+/// Proves `jobs` on a full prover and a witness-only one of the same key; checks both
+/// against bellperson's `create_proof` and returns the witness-only prover's pool bytes and
+/// the full one's.
+fn prove_both_ways<C: Circuit<Scalar> + Clone + Send>(
+    name: &str,
+    params: &bp::Parameters<Bls12>,
+    jobs: Vec<(C, Scalar, Scalar)>,
+    shape: C,
+) -> (usize, usize) {
+    let key = ProvingKey::from(params);
+    let full = Prover::new(key.clone(), config(2, 1)).unwrap();
+    let recorded = Prover::new(key.with_r1cs(R1cs::record(shape).unwrap()).unwrap(), config(2, 1)).unwrap();
+    assert!(!full.is_witness_only() && recorded.is_witness_only(), "{name}");
+    let ours_full = full.prove_with_randomness(jobs.clone()).unwrap();
+    let ours_recorded = recorded.prove_with_randomness(jobs.clone()).unwrap();
+    for (((c, r, s), a), b) in jobs.into_iter().zip(ours_full).zip(ours_recorded) {
+        let theirs = Proof::from(&bp::create_proof::<Bls12, _, _>(c, params, r, s).unwrap());
+        assert_eq!(a.unwrap(), theirs, "{name}: full synthesis differs from bellperson");
+        assert_eq!(b.unwrap(), theirs, "{name}: witness-only synthesis differs from bellperson");
+    }
+    let bytes = (recorded.partition_bytes(), full.partition_bytes());
+    assert_balanced(&recorded.pool().stats());
+    full.shutdown();
+    recorded.shutdown();
+    bytes
+}
+
+fn randomness(rng: &mut ChaCha20Rng) -> (Scalar, Scalar) {
+    (Scalar::random(&mut *rng), Scalar::random(&mut *rng))
+}
+
+#[test]
+fn witness_only_proofs_equal_full_synthesis_and_bellperson_on_the_benchmark_shapes() {
+    let mut rng = ChaCha20Rng::seed_from_u64(25);
+    for (shape, lg_m) in [(Shape::Dense, 8), (Shape::Sparse, 8), (Shape::Sha256, 15)] {
+        let params = bp::generate_random_parameters::<Bls12, _, _>(Chain::new(shape, lg_m, 0), &mut rng).unwrap();
+        let jobs: Vec<_> = (1..3)
+            .map(|x0| {
+                let (r, s) = randomness(&mut rng);
+                (Chain::new(shape, lg_m, x0), r, s)
+            })
+            .collect();
+        let (witness_only, full) = prove_both_ways(shape.name(), &params, jobs, Chain::new(shape, lg_m, 0));
+        // The aux alone, against a, b, c, the aux and the A and B scalars.
+        assert!(4 * witness_only <= full, "{}: {witness_only} bytes a partition against {full}", shape.name());
+    }
+}
+
+#[test]
+fn witness_only_proofs_equal_bellperson_with_unused_variables_and_no_public_input() {
+    let mut rng = ChaCha20Rng::seed_from_u64(26);
+    for (public_output, unused) in [(true, 9), (false, 0)] {
+        let c = MimcChain { x0: Scalar::from(11), constants: MimcChain::constants(20), public_output, unused };
+        let params = bp::generate_random_parameters::<Bls12, _, _>(c.clone(), &mut rng).unwrap();
+        let (r, s) = randomness(&mut rng);
+        let jobs = vec![(MimcChain { x0: Scalar::from(5), ..c.clone() }, r, s)];
+        prove_both_ways(&format!("unused {unused}"), &params, jobs, c);
+    }
+}
+
+#[test]
+fn the_sha256_shape_has_the_peers_round() {
+    let r1cs = R1cs::record(Chain::new(Shape::Sha256, 15, 0)).unwrap();
+    assert_eq!(Shape::Sha256.rounds(15), 1);
+    // 256 booleanity constraints of x0's bits, one round, the packing constraint.
+    assert_eq!(r1cs.num_constraints(), 256 + SHA256_ROUND + 1);
+    assert_eq!(r1cs.num_inputs(), 2);
+}
+
+#[test]
+fn r1cs_files_round_trip_and_every_damage_is_a_typed_error() {
+    let r1cs = R1cs::record(MimcChain { unused: 3, ..crate::support::chain(6, 1) }).unwrap();
+    let mut bytes = Vec::new();
+    r1cs.write(&mut bytes).unwrap();
+    assert_eq!(R1cs::read(Cursor::new(&bytes)).unwrap(), r1cs);
+    // Cut anywhere: a decode error naming where, never a panic.
+    for cut in (0..bytes.len()).step_by(7) {
+        let e = R1cs::read(Cursor::new(&bytes[..cut])).unwrap_err();
+        assert!(matches!(e, Error::Decode { .. }), "cut at {cut}: {e}");
+    }
+    // Each byte flipped: an error or, where the byte is free (a coefficient's value, a
+    // variable still in range), a recording that differs; never a panic.
+    for at in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x80;
+        if let Ok(read) = R1cs::read(Cursor::new(&bad)) {
+            assert_ne!(read, r1cs, "byte {at} flipped reads as the same recording");
+        }
+    }
+    // A huge length does not allocate: it is checked against the bytes left.
+    let mut huge = bytes.clone();
+    huge[40..48].copy_from_slice(&u64::MAX.to_le_bytes()); // the table's length
+    assert!(matches!(R1cs::read(Cursor::new(&huge)), Err(Error::Decode { .. })));
+    let mut other = bytes.clone();
+    other[0] = b'x';
+    assert!(matches!(R1cs::read(Cursor::new(&other)), Err(Error::Decode { what, .. }) if what == "magic"));
+    let mut version = bytes;
+    version[8] = 2;
+    assert!(matches!(R1cs::read(Cursor::new(&version)), Err(Error::Decode { what, .. }) if what == "version"));
+}
+
+#[test]
+fn a_recording_of_another_shape_is_refused() {
+    let key = crate::support::key(6);
+    let other = R1cs::record(crate::support::chain(7, 0)).unwrap();
+    assert!(matches!(key.clone().with_r1cs(other.clone()), Err(Error::Shape { .. })));
+    let unused = R1cs::record(MimcChain { unused: 2, ..crate::support::chain(6, 0) }).unwrap();
+    assert!(matches!(key.clone().with_r1cs(unused), Err(Error::Shape { .. })));
+    // Set by hand, it is caught when the prover checks the key.
+    let by_hand = ProvingKey { r1cs: Some(Arc::new(other)), ..key };
+    assert!(matches!(Prover::new(by_hand, config(1, 1)), Err(Error::Shape { .. })));
+}
+
+#[test]
+fn a_circuit_whose_constraints_differ_from_the_recording_is_proof_invalid_and_the_prover_goes_on() {
+    let chain = crate::support::chain(6, 3);
+    let key = crate::support::key(6);
+    let key = key.with_r1cs(R1cs::record(chain.clone()).unwrap()).unwrap();
+    let prover = Prover::new(key, config(2, 1)).unwrap();
+    // The same counts, other round constants: other constraints, which its witness satisfies.
+    let other =
+        MimcChain { constants: Arc::new(chain.constants.iter().map(|k| k + Scalar::ONE).collect()), ..chain.clone() };
+    let answers = prover.prove(vec![other, chain.clone(), chain]).unwrap();
+    assert!(matches!(answers[0], Err(Error::ProofInvalid { job: 0 })), "{:?}", answers[0]);
+    assert!(answers[1..].iter().all(Result::is_ok), "good circuits still prove");
+    // More constraints than recorded: a shape error before any product.
+    let longer = crate::support::chain(6, 1);
+    let longer = MimcChain { unused: 1, ..longer };
+    assert!(matches!(prover.prove(vec![longer]).unwrap().remove(0), Err(Error::Shape { .. })));
+    assert_balanced(&prover.pool().stats());
+    prover.shutdown();
+}
+
+/// The chain computed by a native witness path when the system is a witness generator (its
+/// aux values written through `allocate_empty`, no `enforce`), as gadgets like neptune's
+/// Poseidon do; otherwise the chain as it is.
+#[derive(Clone)]
+struct NativeWitness(MimcChain);
+
+impl Circuit<Scalar> for NativeWitness {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        if !cs.is_witness_generator() {
+            return self.0.synthesize(cs);
+        }
+        let c = &self.0;
+        let (mut x, rounds) = (c.x0, c.constants.len());
+        let mut aux = vec![x];
+        for k in c.constants.iter() {
+            let s = x + k;
+            aux.push(s.square());
+            x = s.square() * s;
+            aux.push(x);
+        }
+        aux.pop(); // the last value is the public output
+        let (aux_out, inputs) = cs.allocate_empty(aux.len(), 1);
+        aux_out.copy_from_slice(&aux);
+        inputs[0] = x;
+        assert_eq!(aux.len(), 2 * rounds);
+        Ok(())
+    }
+}
+
+/// Two chains whose witnesses are generated apart, each into a system of its own (`CS::new`,
+/// which holds its own constant one, as bellpepper's `WitnessCS` does), then appended with
+/// `extend`, when the system is an extensible witness generator; otherwise synthesized in
+/// order, which gives the same system.
+#[derive(Clone)]
+struct TwoParts(MimcChain, MimcChain);
+
+impl Circuit<Scalar> for TwoParts {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        if !(CS::is_extensible() && cs.is_witness_generator()) {
+            self.0.synthesize(cs)?;
+            return self.1.synthesize(cs);
+        }
+        let (mut first, mut second) = (CS::new(), CS::new());
+        self.0.synthesize(&mut first)?;
+        self.1.synthesize(&mut second)?;
+        cs.extend(&first);
+        cs.extend(&second);
+        Ok(())
+    }
+}
+
+#[test]
+fn native_witness_paths_and_parts_synthesized_apart_give_bellpersons_proofs() {
+    let mut rng = ChaCha20Rng::seed_from_u64(27);
+    let chain = |x0: u64, rounds| MimcChain {
+        x0: Scalar::from(x0),
+        constants: MimcChain::constants(rounds),
+        public_output: true,
+        unused: 0,
+    };
+    let native = NativeWitness(chain(0, 12));
+    let params = bp::generate_random_parameters::<Bls12, _, _>(native.clone(), &mut rng).unwrap();
+    let (r, s) = randomness(&mut rng);
+    prove_both_ways("native witness", &params, vec![(NativeWitness(chain(4, 12)), r, s)], native);
+
+    let parts = TwoParts(chain(0, 9), chain(0, 5));
+    let params = bp::generate_random_parameters::<Bls12, _, _>(parts.clone(), &mut rng).unwrap();
+    let (r, s) = randomness(&mut rng);
+    prove_both_ways("two parts", &params, vec![(TwoParts(chain(2, 9), chain(3, 5)), r, s)], parts);
+}
+
+#[test]
+fn a_key_with_a_recording_proves_on_a_prover_made_from_its_file() {
+    let chain = crate::support::chain(7, 0);
+    let mut file = Vec::new();
+    R1cs::record(chain).unwrap().write(&mut file).unwrap();
+    let key = crate::support::key(7).with_r1cs(R1cs::read(Cursor::new(file)).unwrap()).unwrap();
+    let pvk = pinprove::groth16::prepare_verifying_key(&key.vk);
+    let prover = Prover::new(key, Config { synthesis_threads: 2, ..Config::default() }).unwrap();
+    let circuits: Vec<_> = (1..4).map(|x0| crate::support::chain(7, x0)).collect();
+    let proofs = prover.prove(circuits.clone()).unwrap();
+    for (c, proof) in circuits.iter().zip(proofs) {
+        assert!(pinprove::groth16::verify_proof(&pvk, &proof.unwrap(), &c.public_inputs()).unwrap());
+    }
+    let t = pinprove::PartitionTimings::total(&prover.take_timings());
+    assert!(!t.constraints.is_zero(), "the backend evaluated the constraints");
+    prover.shutdown();
+}
