@@ -13,6 +13,7 @@
 #include "msm/buckets.cuh"
 #include "msm/accumulate.cuh"
 #include "msm/shift.cuh"
+#include "r1cs/spmv.cuh"
 
 using fp2 = fp2_t<fp_t>;
 
@@ -37,6 +38,22 @@ extern "C" __global__ void g16_quotient(fr_t* d_a, const fr_t* d_b, const fr_t* 
 
 extern "C" __global__ void g16_powers(fr_t* out, uint32_t n, fr_t base, fr_t c)
 {   powers(out, n, base, c);   }
+
+// ---- recorded constraints (r1cs/spmv.cuh)
+
+extern "C" __global__ void g16_spmv_narrow(const uint32_t* starts, const uint32_t* vars, const uint32_t* coeffs,
+                                           const fr_t* table, const fr_t* input, const fr_t* aux, uint32_t inputs,
+                                           uint32_t rows, uint32_t n, fr_t* out)
+{   spmv(starts, vars, coeffs, table, input, aux, inputs, rows, n, out);   }
+
+extern "C" __global__ void g16_spmv_wide(const uint64_t* starts, const uint32_t* vars, const uint32_t* coeffs,
+                                         const fr_t* table, const fr_t* input, const fr_t* aux, uint32_t inputs,
+                                         uint32_t rows, uint32_t n, fr_t* out)
+{   spmv(starts, vars, coeffs, table, input, aux, inputs, rows, n, out);   }
+
+extern "C" __global__ void g16_gather(const uint32_t* vars, uint32_t n, const fr_t* input, const fr_t* aux,
+                                      uint32_t inputs, fr_t* out)
+{   gather(vars, n, input, aux, inputs, out);   }
 
 // ---- prefix sums (msm/scan.cuh)
 

@@ -21,8 +21,11 @@ use rand::Rng;
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --params FILE --shape dense --lg-m K \\
     [--proofs 8] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1] [--memory-limit GB]
+    [--witness-only 0|1]
 `--memory-limit`: the most device memory the backend may hold; a key that does not fit
 beside a partition's buffers is streamed from pinned host memory (the placement is printed).
+`--witness-only 1`: records the circuit's constraints (R1cs::record, timed) and attaches them
+to the key, so synthesis computes the witness alone and the device evaluates the constraints.
 `--timing 1`: the file is a timing-only key (`peer synth`): proofs cannot verify, so the
 prover's own verification is off. `--check 1` checks every point's subgroup on load.
 Prints, besides the stage table, the batch's start and end (Unix seconds) so that
@@ -47,6 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--timing",
             "--check",
             "--memory-limit",
+            "--witness-only",
         ],
     )?;
     let path: String = flags.get("--params", String::new())?;
@@ -62,15 +66,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let timing = flags.get("--timing", 0u8)? == 1;
     let check = if flags.get("--check", 0u8)? == 1 { Check::Full } else { Check::OnCurve };
     let memory_limit: f64 = flags.get("--memory-limit", 0.0)?;
+    let witness_only = flags.get("--witness-only", 0u8)? == 1;
 
     let start = Instant::now();
     let key = ProvingKey::read(BufReader::with_capacity(1 << 24, File::open(&path)?), check)?;
     let load = start.elapsed();
+    let key = if witness_only {
+        let start = Instant::now();
+        let r1cs = pinprove::R1cs::record(Chain::new(shape, lg_m, 0))?;
+        println!(
+            "recorded the constraints in {:.2} s: {} constraints, {:?} entries (A, B, C), {:.2} GB",
+            start.elapsed().as_secs_f64(),
+            r1cs.num_constraints(),
+            r1cs.entries(),
+            r1cs.bytes() as f64 / 1e9
+        );
+        key.with_r1cs(r1cs)?
+    } else {
+        key
+    };
     let mut device = CudaDevice::open(0)?;
     if memory_limit > 0.0 {
         device = device.with_memory_limit((memory_limit * 1e9) as usize);
     }
-    let partition = pinprove::synth::partition_bytes(&key, false)?; // the CUDA backend takes full partitions
+    let partition = pinprove::synth::partition_bytes(&key, witness_only)?;
     let config = Config {
         synthesis_threads: threads,
         max_gpu_queue_depth: depth,
@@ -84,6 +103,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let prover = Prover::with_backends(key, config, pool, vec![device.backend_factory()])?;
     let setup = start.elapsed();
     let report = device.report();
+    println!(
+        "witness-only: {} (recorded constraints on the device: {:.2} GB); host bytes a partition in flight: {:.3} GB",
+        prover.is_witness_only(),
+        report.r1cs_bytes as f64 / 1e9,
+        prover.partition_bytes() as f64 / 1e9
+    );
     println!(
         "ours on {}: {} 2^{lg_m}, key {:.2} GB read in {:.2} s ({check:?}), {:?} ({:.2} GB shifted) in {:.2} s; \
          prover ready in {:.2} s \

@@ -142,19 +142,19 @@ impl Matrix {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct R1cs {
     /// Public inputs, the constant one included.
-    inputs: usize,
-    aux: usize,
+    pub(crate) inputs: usize,
+    pub(crate) aux: usize,
     /// The circuit's own constraints (the matrices have `inputs` rows more).
-    constraints: usize,
+    pub(crate) constraints: usize,
     /// The distinct coefficients: `[ONE]` is 1, `[MINUS_ONE]` is −1.
-    table: Vec<Scalar>,
-    a: Matrix,
-    b: Matrix,
-    c: Matrix,
+    pub(crate) table: Vec<Scalar>,
+    pub(crate) a: Matrix,
+    pub(crate) b: Matrix,
+    pub(crate) c: Matrix,
     /// The aux variables A uses (every input is used, by its `input · 0 = 0` row), rising.
-    a_aux: Vec<u32>,
+    pub(crate) a_aux: Vec<u32>,
     /// The variables (indices into z) B uses, rising.
-    b_vars: Vec<u32>,
+    pub(crate) b_vars: Vec<u32>,
 }
 
 impl R1cs {

@@ -479,3 +479,82 @@ fn window_bits_are_in_the_kernels_range() {
         assert!((2..=21).contains(&window_bits(1 << lg)));
     }
 }
+
+/// Witness-only partitions on the GPU (the constraints evaluated there from the recording)
+/// against full partitions on the CPU: h and the five MSM sums equal, on the three benchmark
+/// shapes (timing keys: the products and gathers, not the keys, are under test), and the
+/// device's recording reported.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_recorded_constraints_give_the_cpus_h_and_msm_sums() {
+    use crate::circuits::shapes::{Chain, Shape};
+    use crate::circuits::timing_key::timing_key;
+    use pinprove::synth::synthesize_witness;
+    use pinprove::R1cs;
+    let device = CudaDevice::open(0).unwrap();
+    let pinned = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
+    let heap = PinnedPool::new(PoolConfig::default());
+    let mut cpu = CpuBackend::new().unwrap();
+    let mut failures = vec![];
+    for (shape, lg) in [(Shape::Dense, 10), (Shape::Sparse, 12), (Shape::Sha256, 15), (Shape::Sha256, 17)] {
+        let key = timing_key(shape, lg, 3);
+        let r1cs = R1cs::record(Chain::new(shape, lg, 0)).unwrap();
+        let recorded = key.clone().with_r1cs(r1cs.clone()).unwrap();
+        let mut gpu = device.backend(&recorded).unwrap();
+        assert!(gpu.evaluates_recorded_constraints(), "{}: the recording fits", shape.name());
+        assert!(device.report().r1cs_bytes >= r1cs.bytes(), "{}: {:?}", shape.name(), device.report());
+        let circuit = Chain::new(shape, lg, 5);
+        let mut witness = synthesize_witness(circuit, &r1cs, &pinned).unwrap();
+        let mut full = synthesize(circuit, &key, &heap).unwrap();
+        let mut t = PartitionTimings::default();
+        gpu.h(&recorded, &mut witness, &mut t).unwrap();
+        cpu.h(&key, &mut full, &mut PartitionTimings::default()).unwrap();
+        let m = key.domain_size();
+        let mut h = vec![Scalar::ZERO; m - 1];
+        gpu.download_h(&mut h).unwrap();
+        if h != full.evaluated.as_ref().expect("synthesized in full").abc.a[..m - 1] {
+            failures.push(format!("{} 2^{lg}: h differs", shape.name()));
+        }
+        let sums = gpu.msm(&recorded, &witness, &mut t).unwrap();
+        if sums != cpu.msm(&key, &full, &mut PartitionTimings::default()).unwrap() {
+            failures.push(format!("{} 2^{lg}: MSM sums differ", shape.name()));
+        }
+        println!("{} 2^{lg}: products and gathers {:?}, h2d {:?}", shape.name(), t.constraints, t.h2d);
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A witness-only prover on the GPU proves bellperson's proofs bit for bit (fixed r, s), and
+/// answers a circuit whose constraints differ from the recording `ProofInvalid`.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
+    use crate::circuits::shapes::{Chain, Shape};
+    use pinprove::R1cs;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(31);
+    for (shape, lg) in [(Shape::Dense, 10), (Shape::Sparse, 10), (Shape::Sha256, 15)] {
+        let params = bp::generate_random_parameters::<blstrs::Bls12, _, _>(Chain::new(shape, lg, 0), &mut rng).unwrap();
+        let key =
+            pinprove::ProvingKey::from(&params).with_r1cs(R1cs::record(Chain::new(shape, lg, 0)).unwrap()).unwrap();
+        let prover = cuda_prover(key, Config { synthesis_threads: 4, ..Config::default() });
+        assert!(prover.is_witness_only(), "{}", shape.name());
+        let jobs: Vec<_> =
+            (1..4).map(|x0| (Chain::new(shape, lg, x0), Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+        for ((c, r, s), proof) in jobs.clone().into_iter().zip(prover.prove_with_randomness(jobs).unwrap()) {
+            let theirs = Proof::from(&bp::create_proof::<blstrs::Bls12, _, _>(c, &params, r, s).unwrap());
+            assert_eq!(proof.unwrap(), theirs, "{} 2^{lg}", shape.name());
+        }
+        prover.shutdown();
+    }
+    let chain = crate::support::chain(10, 3);
+    let recorded = key(10).with_r1cs(pinprove::R1cs::record(chain.clone()).unwrap()).unwrap();
+    let prover = cuda_prover(recorded, Config { synthesis_threads: 2, ..Config::default() });
+    let other = crate::circuits::MimcChain {
+        constants: std::sync::Arc::new(chain.constants.iter().map(|k| k + Scalar::ONE).collect()),
+        ..chain.clone()
+    };
+    let answers = prover.prove(vec![other, chain]).unwrap();
+    assert!(matches!(answers[0], Err(Error::ProofInvalid { .. })), "{:?}", answers[0]);
+    assert!(answers[1].is_ok(), "the prover goes on: {:?}", answers[1]);
+    prover.shutdown();
+}

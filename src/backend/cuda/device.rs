@@ -29,6 +29,9 @@ pub struct DeviceReport {
     /// Wall time of uploading them (from pinned staging chunks) and making their shifted
     /// copies or, streamed, of pinning their host copy.
     pub key_upload: Duration,
+    /// Bytes of the key's recorded constraints on the device (zero without them, or when
+    /// they did not fit and circuits are synthesized in full).
+    pub r1cs_bytes: usize,
     /// Device memory the backend holds: the partition buffers, the MSM scratch and the
     /// bases on the device (with their shifted copies) or the chunks streamed ones go
     /// through.

@@ -1,16 +1,19 @@
 //! The CUDA backend: the whole proof on an NVIDIA GPU, fed from pinned pool buffers.
 //!
 //! One [`CudaBackend`] per proving thread owns a stream, the kernels, the proving key's bases
-//! (uploaded once, resident: `key.rs`) and the device buffers of its partitions (allocated
-//! once, reused). Per partition: async H2D of a/b/c, then of the aux, A and B scalars on a
-//! second stream while the h stage (`ntt.rs`) runs (pinned buffers go straight to the DMA
-//! engine, pageable ones through two pinned staging chunks); the h stage leaves h on the
-//! device; the five MSMs (`msm.rs`), G2 included, on the device; the host only adds up each
-//! MSM's window sums (the pipeline assembles the proof on its compute pool). Every copy is
-//! guarded by an `InFlight` that waits for the stream, so buffers return to the pool only
-//! after the GPU is done with them. Timings come from CUDA events.
+//! (uploaded once, resident: `key.rs`), the key's recorded constraints when it has them
+//! (`r1cs.rs`) and the device buffers of its partitions (allocated once, reused). Per
+//! partition: async H2D of a/b/c, then of the aux, A and B scalars on a second stream while
+//! the h stage (`ntt.rs`) runs; or, for a witness-only partition, H2D of the input and the
+//! aux alone, from which a, b, c and the A and B scalars are computed on the device (pinned
+//! buffers go straight to the DMA engine, pageable ones through two pinned staging chunks);
+//! the h stage leaves h on the device; the five MSMs (`msm.rs`), G2 included, on the device;
+//! the host only adds up each MSM's window sums (the pipeline assembles the proof on its
+//! compute pool). Every copy is guarded by an `InFlight` that waits for the stream, so
+//! buffers return to the pool only after the GPU is done with them. Timings come from CUDA
+//! events.
 //!
-//! Layers: `device.rs` (the device, its context and lock), `key.rs`, `ntt.rs`, `msm.rs`, and
+//! Layers: `device.rs` (the device, its context and lock), `key.rs`, `r1cs.rs`, `ntt.rs`, `msm.rs`, and
 //! `ffi/`, the only raw driver calls and kernel launches. Data flows one way: the pipeline
 //! drives this backend through [`Backend`]; nothing here knows the pipeline.
 //!
@@ -31,6 +34,7 @@ mod ffi;
 mod key;
 mod msm;
 mod ntt;
+mod r1cs;
 
 pub use device::{CudaDevice, DeviceReport};
 pub use ffi::PinnedAllocator;
@@ -50,17 +54,18 @@ use parking_lot::Mutex;
 
 use self::ffi::{
     download, from_cust, mark, memory_info, upload, wait_for, DeviceVec, Fatbin, MsmKernels, MsmScratch, NttKernels,
-    Plan, Staging,
+    Plan, R1csKernels, Staging,
 };
 use self::ffi::{Group, G1, G2};
 use self::key::{key_bytes, Bases, DeviceBases, DeviceKey};
 use self::msm::{combine, plan_window_bits};
 use self::ntt::DeviceDomain;
+use self::r1cs::{device_bytes, DeviceR1cs};
 use super::Backend;
 use crate::error::{Error, Result};
 use crate::groth16::prover::MsmSums;
 use crate::groth16::ProvingKey;
-use crate::synth::Witness;
+use crate::synth::{Evaluated, Witness};
 use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
 
 /// G1 bases of an MSM on the device, plain or with shifted copies, for
@@ -108,13 +113,31 @@ struct DeviceScalars {
 /// Most windows of any MSM (2-bit windows), so one output buffer serves them all.
 const MAX_WINDOWS: usize = 128;
 
-/// Events of one partition, in order.
-const START: usize = 0;
-const H2D: usize = 1;
-const NTT_STEPS: usize = 2; // 4 events
-const MSM_STEPS: usize = 6; // 5 events
-const SCALARS_H2D: usize = 11; // on the copy stream
-const EVENTS: usize = 12;
+/// Events of one partition, recorded in this order on the kernels' stream (but
+/// `scalars_h2d`, on the copy stream).
+#[derive(Debug)]
+struct PartitionEvents {
+    start: Event,
+    /// After a, b, c's copies (or, witness-only, the input's and the aux').
+    h2d: Event,
+    /// After the recorded constraints' products and gathers (at `h2d` without them).
+    constraints: Event,
+    /// After each step of the h stage.
+    ntt: [Event; 4],
+    /// After each MSM.
+    msm: [Event; 5],
+    /// After the MSMs' scalars' copies, beside the h stage (not witness-only).
+    scalars_h2d: Event,
+}
+
+impl PartitionEvents {
+    fn new() -> Result<Self> {
+        let event = || Event::new(EventFlags::DEFAULT).map_err(from_cust);
+        let ntt = [event()?, event()?, event()?, event()?];
+        let msm = [event()?, event()?, event()?, event()?, event()?];
+        Ok(PartitionEvents { start: event()?, h2d: event()?, constraints: event()?, ntt, msm, scalars_h2d: event()? })
+    }
+}
 
 /// The whole proof on a CUDA device; see the module docs. A backend serves one proving key,
 /// the one it was made with ([`CudaDevice::backend`]) or, for a bare backend, the first it
@@ -123,17 +146,22 @@ const EVENTS: usize = 12;
 pub struct CudaBackend {
     ntt: NttKernels,
     msm: MsmKernels,
+    r1cs_kernels: R1csKernels,
     stream: Stream,
     /// Copies of streamed bases, beside the kernels on `stream`.
     copies: Stream,
     staging: Staging,
     budget: Budget,
-    events: Vec<Event>,
+    events: PartitionEvents,
+    /// Marks of the single transforms, copies and MSMs the bench hooks time.
+    marks: [Event; 4],
     /// Recorded when the backend was made: partitions' device intervals are measured from it.
     epoch: Event,
     domain: Option<DeviceDomain>,
     key: Option<DeviceKey>,
     scalars: Option<DeviceScalars>,
+    /// The key's recorded constraints, when it has them and they fit.
+    r1cs: Option<DeviceR1cs>,
     scratch: MsmScratch,
     /// Window sums of a G1 MSM and of the G2 one: each MSM downloads its sums before the
     /// next one starts, so the four G1 MSMs share one buffer.
@@ -187,12 +215,15 @@ impl CudaBackend {
         let mut backend = CudaBackend {
             ntt: NttKernels::new(&fatbin)?,
             msm: MsmKernels::new(&fatbin)?,
+            r1cs_kernels: R1csKernels::new(&fatbin)?,
             staging: Staging::new()?,
-            events: (0..EVENTS).map(|_| event()).collect::<Result<_>>()?,
+            events: PartitionEvents::new()?,
+            marks: [event()?, event()?, event()?, event()?],
             epoch,
             domain: None,
             key: None,
             scalars: None,
+            r1cs: None,
             scratch: MsmScratch::default(),
             g1_sums: DeviceVec::new(MAX_WINDOWS)?,
             g2_sums: DeviceVec::new(MAX_WINDOWS)?,
@@ -212,6 +243,7 @@ impl CudaBackend {
             report.key_bytes = key_bytes(key, g1_msm_lengths(key), false);
             report.shifted_bytes = if shifted { key_bytes(key, g1_msm_lengths(key), true) } else { 0 };
             report.key_placement = held.placement();
+            report.r1cs_bytes = backend.r1cs.as_ref().map_or(0, DeviceR1cs::bytes);
             report.key_upload = held.setup_time();
             report.backend_bytes = backend.budget.free_at_start.saturating_sub(free);
             report.memory_used = total - free;
@@ -230,6 +262,7 @@ impl CudaBackend {
             b: DeviceVec::new(key.b_g1.len())?,
         });
         self.budget.check(0)?;
+        self.hold_r1cs(key)?;
         let held = match self.resident_key(key, true) {
             Err(e @ Error::DeviceOutOfMemory { .. }) => {
                 log::info!("the key's shifted bases and their scratch do not fit ({e}): the bases alone");
@@ -248,6 +281,23 @@ impl CudaBackend {
         };
         self.key = Some(held);
         self.stream.synchronize().map_err(from_cust)
+    }
+
+    /// The key's recorded constraints on the device, before its bases, when it has them and
+    /// they fit; otherwise this backend does not evaluate them and its prover synthesizes in
+    /// full.
+    fn hold_r1cs(&mut self, key: &ProvingKey) -> Result<()> {
+        let Some(r1cs) = &key.r1cs else { return Ok(()) };
+        let upload =
+            self.budget.check(device_bytes(r1cs)).and_then(|()| DeviceR1cs::upload(r1cs, &self.stream, &self.staging));
+        match upload {
+            Ok(held) => self.r1cs = Some(held),
+            Err(e @ Error::DeviceOutOfMemory { .. }) => {
+                log::warn!("the recorded constraints do not fit on the device ({e}): circuits are synthesized in full");
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     /// The key's bases on the device, `shifted` or not, with scratch for whole MSMs.
@@ -313,7 +363,7 @@ impl CudaBackend {
             return Err(Error::Shape { what: "transform length (a power of two)", expected, got: v.len() });
         }
         self.domain(v.len())?;
-        let Self { ntt, stream, staging, events, domain, .. } = self;
+        let Self { ntt, stream, staging, marks: events, domain, .. } = self;
         let d = domain.as_mut().expect("made above");
         upload(stream, staging, v, false, &d.abc[0])?.wait()?;
         events[0].record(stream).map_err(from_cust)?;
@@ -330,7 +380,7 @@ impl CudaBackend {
     /// [`Error::Cuda`] on a device failure.
     pub fn time_h2d(&mut self, src: &[Scalar]) -> Result<Duration> {
         self.domain(src.len().next_power_of_two())?;
-        let Self { stream, staging, events, domain, .. } = self;
+        let Self { stream, staging, marks: events, domain, .. } = self;
         let x = &domain.as_ref().expect("made above").abc[0];
         events[0].record(stream).map_err(from_cust)?;
         // Direct even for pageable memory: this measures the driver's own path.
@@ -437,7 +487,7 @@ impl CudaBackend {
         self.scratch.reserve::<C>(n, c, shifted.is_some())?;
         let device_scalars = DeviceVec::<Scalar>::new(n)?;
         let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
-        let Self { msm, stream, copies, staging, events: ev, scratch, .. } = self;
+        let Self { msm, stream, copies, staging, marks: ev, scratch, .. } = self;
         ev[0].record(stream).map_err(from_cust)?;
         upload(stream, staging, scalars, false, &device_scalars)?.wait()?;
         ev[1].record(stream).map_err(from_cust)?;
@@ -450,6 +500,15 @@ impl CudaBackend {
             MsmRun { h2d: elapsed(&ev[0], &ev[1])?, plan: elapsed(&ev[1], &ev[2])?, sums: elapsed(&ev[2], &ev[3])? };
         Ok((sum, run))
     }
+}
+
+/// Where a partition's a, b, c come from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// Synthesis evaluated them (and the A and B scalars): copied up.
+    Evaluated(&'a Evaluated),
+    /// Computed on the device from the witness and the key's recorded constraints.
+    Recorded(&'a DeviceR1cs),
 }
 
 /// What the MSMs of a backend run with.
@@ -565,9 +624,14 @@ impl Backend for CudaBackend {
         "cuda"
     }
 
-    /// The witness is only read: a/b/c are copied to the device.
+    /// The witness is only read: it is copied to the device.
     fn leaves_witness_intact(&self) -> bool {
         true
+    }
+
+    /// When the key's recorded constraints are held: products and gathers on the device.
+    fn evaluates_recorded_constraints(&self) -> bool {
+        self.r1cs.is_some()
     }
 
     fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
@@ -580,39 +644,62 @@ impl Backend for CudaBackend {
             self.hold(key)?;
         }
         self.domain(key.domain_size())?;
-        let Self { ntt, stream, copies, staging, events: ev, domain, scalars, .. } = self;
+        let m = key.domain_size();
+        let Self { ntt, r1cs_kernels, stream, copies, staging, events: ev, domain, scalars, r1cs, .. } = self;
         let d = domain.as_mut().expect("made above");
         let s = scalars.as_ref().expect("made with the key");
-        let [da, db, dc] = &d.abc;
-        // Partitions come witness-only only to backends that evaluate recorded constraints.
-        let e = w.evaluated.as_ref().ok_or(Error::Backend("a witness-only partition on the CUDA backend".into()))?;
-        ev[START].record(stream).map_err(from_cust)?;
-        // Pinned buffers go by DMA directly; fallback (pageable) ones through the staging chunks.
-        // a, b and c first, on the stream the h stage runs on; the MSMs' scalars after them on
-        // the copy stream, while the h stage runs: `msm`'s stream waits for them.
-        let abc = [
-            upload(stream, staging, &e.abc.a, e.abc.a.is_pinned(), da)?,
-            upload(stream, staging, &e.abc.b, e.abc.b.is_pinned(), db)?,
-            upload(stream, staging, &e.abc.c, e.abc.c.is_pinned(), dc)?,
-        ];
-        ev[H2D].record(stream).map_err(from_cust)?;
-        let abc_copied = mark(stream)?;
-        d.h(ntt, stream, &ev[NTT_STEPS..NTT_STEPS + 4])?;
-        wait_for(copies, abc_copied)?; // one copy at a time: a, b, c at the whole bandwidth
-        let msm_scalars = [
-            upload(copies, staging, &w.aux, w.aux.is_pinned(), &s.aux)?,
-            upload(copies, staging, &e.a_scalars, e.a_scalars.is_pinned(), &s.a)?,
-            upload(copies, staging, &e.b_scalars, e.b_scalars.is_pinned(), &s.b)?,
-        ];
-        ev[SCALARS_H2D].record(copies).map_err(from_cust)?;
-        // The MSMs, enqueued next on `stream`, read the scalars; the copies read the witness's
-        // buffers, so they are done before these can go back to the pool.
-        wait_for(stream, mark(copies)?)?;
-        abc.into_iter().chain(msm_scalars).try_for_each(ffi::InFlight::wait)?;
-        t.h2d += elapsed(&ev[START], &ev[SCALARS_H2D])?;
-        let n = &ev[NTT_STEPS..NTT_STEPS + 4];
+        let source = match (&w.evaluated, r1cs.as_ref()) {
+            (Some(e), _) => Source::Evaluated(e),
+            (None, Some(r)) => Source::Recorded(r),
+            (None, None) => {
+                return Err(Error::Backend("a witness-only partition, no recorded constraints held".into()))
+            }
+        };
+        ev.start.record(stream).map_err(from_cust)?;
+        // Pinned buffers go by DMA directly; fallback (pageable) ones through the staging
+        // chunks. First what the h stage reads, on its stream: a, b and c, or, witness-only,
+        // the input and the aux (the L MSM's scalars), from which a, b, c and the A and B
+        // scalars are computed here.
+        let mut in_flight = Vec::with_capacity(6);
+        match source {
+            Source::Evaluated(e) => {
+                for (src, dst) in [&e.abc.a, &e.abc.b, &e.abc.c].into_iter().zip(&d.abc) {
+                    in_flight.push(upload(stream, staging, src, src.is_pinned(), dst)?);
+                }
+            }
+            Source::Recorded(r) => {
+                in_flight.push(upload(stream, staging, &w.input, false, &r.input)?);
+                in_flight.push(upload(stream, staging, &w.aux, w.aux.is_pinned(), &s.aux)?);
+            }
+        }
+        ev.h2d.record(stream).map_err(from_cust)?;
+        if let Source::Recorded(r) = source {
+            r.evaluate(r1cs_kernels, stream, &s.aux, (&d.abc, m), [&s.a, &s.b])?;
+        }
+        ev.constraints.record(stream).map_err(from_cust)?;
+        let abc_ready = mark(stream)?;
+        d.h(ntt, stream, &ev.ntt)?;
+        if let Source::Evaluated(e) = source {
+            // The MSMs' scalars on the copy stream while the h stage runs, after a, b, c (one
+            // copy at a time, at the whole bandwidth): `msm`'s stream waits for them.
+            wait_for(copies, abc_ready)?;
+            for (src, dst) in [(&w.aux, &s.aux), (&e.a_scalars, &s.a), (&e.b_scalars, &s.b)] {
+                in_flight.push(upload(copies, staging, src, src.is_pinned(), dst)?);
+            }
+            ev.scalars_h2d.record(copies).map_err(from_cust)?;
+            wait_for(stream, mark(copies)?)?;
+        }
+        // The copies read the witness's buffers: they are done before these can go back to
+        // the pool.
+        in_flight.into_iter().try_for_each(ffi::InFlight::wait)?;
+        t.h2d += match source {
+            Source::Recorded(_) => elapsed(&ev.start, &ev.h2d)?,
+            Source::Evaluated(_) => elapsed(&ev.start, &ev.scalars_h2d)?,
+        };
+        t.constraints += elapsed(&ev.h2d, &ev.constraints)?;
+        let n = &ev.ntt;
         let steps = NttSteps {
-            intt: elapsed(&ev[H2D], &n[0])?,
+            intt: elapsed(&ev.constraints, &n[0])?,
             coset_ntt: elapsed(&n[0], &n[1])?,
             quotient: elapsed(&n[1], &n[2])?,
             coset_intt: elapsed(&n[2], &n[3])?,
@@ -623,7 +710,7 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
-    fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
+    fn msm(&mut self, key: &ProvingKey, _: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let lock = Arc::clone(&self.lock);
         let waited = Instant::now();
         let _device = lock.lock();
@@ -645,24 +732,23 @@ impl Backend for CudaBackend {
             ..
         } = self;
         let (d, k) = (domain.as_ref().expect("made by h"), device_key.as_ref().expect("held since h"));
-        let e = w.evaluated.as_ref().ok_or(Error::Backend("a witness-only partition on the CUDA backend".into()))?;
         let s = scalars.as_ref().expect("made with the key");
-        let m = &ev[MSM_STEPS..MSM_STEPS + 5];
+        let m = &ev.msm;
         let msms = Msms { kernels: msm, stream, copies, staging, scratch };
         let [h, l, a, b_g1] = k.g1();
         let (h, _) = msms.msm::<G1>(&d.abc[0], key.domain_size() - 1, h, g1_sums, None)?;
         m[0].record(stream).map_err(from_cust)?;
-        let (l, _) = msms.msm::<G1>(&s.aux, w.aux.len(), l, g1_sums, None)?;
+        let (l, _) = msms.msm::<G1>(&s.aux, key.num_aux(), l, g1_sums, None)?;
         m[1].record(stream).map_err(from_cust)?;
-        let (a, _) = msms.msm::<G1>(&s.a, e.a_scalars.len(), a, g1_sums, None)?;
+        let (a, _) = msms.msm::<G1>(&s.a, key.a.len(), a, g1_sums, None)?;
         m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan) = msms.msm::<G1>(&s.b, e.b_scalars.len(), b_g1, g1_sums, None)?;
+        let (b_g1, plan) = msms.msm::<G1>(&s.b, key.b_g1.len(), b_g1, g1_sums, None)?;
         m[3].record(stream).map_err(from_cust)?;
-        let (b_g2, _) = msms.msm::<G2>(&s.b, e.b_scalars.len(), k.b_g2(), g2_sums, plan)?;
+        let (b_g2, _) = msms.msm::<G2>(&s.b, key.b_g1.len(), k.b_g2(), g2_sums, plan)?;
         m[4].record(stream).map_err(from_cust)?;
         let result = MsmSums { h, l, a, b_g1, b_g2 };
         let steps = MsmSteps {
-            h: elapsed(&ev[NTT_STEPS + 3], &m[0])?,
+            h: elapsed(&ev.ntt[3], &m[0])?,
             l: elapsed(&m[0], &m[1])?,
             a: elapsed(&m[1], &m[2])?,
             b_g1: elapsed(&m[2], &m[3])?,
@@ -670,7 +756,7 @@ impl Backend for CudaBackend {
         };
         t.msm += steps.total();
         t.msm_steps = steps;
-        t.device_start = elapsed(epoch, &ev[START])?;
+        t.device_start = elapsed(epoch, &ev.start)?;
         t.device_end = elapsed(epoch, &m[4])?;
         t.gpu_lock_held += held.elapsed();
         Ok(result)

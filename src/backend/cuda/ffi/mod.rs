@@ -6,10 +6,12 @@
 
 mod msm;
 mod ntt;
+mod r1cs;
 
 pub(crate) use msm::{window_range, window_width, windows_for, Group, MsmKernels, MsmScratch, Plan, G1, G2};
 pub(crate) use msm::{SHIFTED_WINDOW_BITS, WINDOW_BITS};
 pub(crate) use ntt::{NttKernels, PowerTables, Twiddles};
+pub(crate) use r1cs::{DeviceMatrix, DeviceStarts, R1csKernels, Z};
 
 use std::ffi::{c_void, CStr};
 use std::marker::PhantomData;
@@ -152,6 +154,13 @@ unsafe impl DeviceElem for u32 {
 }
 // SAFETY: plain 4 bytes; any bit pattern is a u32.
 unsafe impl HostElem for u32 {}
+
+// SAFETY: a u64 is 8 bytes everywhere.
+unsafe impl DeviceElem for u64 {
+    const BYTES: usize = 8;
+}
+// SAFETY: plain 8 bytes; any bit pattern is a u64.
+unsafe impl HostElem for u64 {}
 
 // SAFETY: `Scalar` is repr(transparent) over blst_fr { l: [u64; 4] }: Montgomery form, 32
 // bytes, the layout of sppark's fr_t (8 × u32 LE). The kernels write reduced field elements.

@@ -1,0 +1,127 @@
+//! Synthesis of one benchmark shape, in full (the constraints evaluated as they are enforced)
+//! against witness-only (the constraints recorded once, left to the backend): time per
+//! partition with T threads each synthesizing their own partitions at once, and the host
+//! bytes a partition holds either way. No proof is made; the key only gives the lengths, so
+//! its points are all the identity.
+//!
+//! Flags: `--help` (see `USAGE` below).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bellpepper::util_cs::witness_cs::WitnessCS;
+use bellpepper_core::{Circuit, ConstraintSystem};
+use blstrs::{G1Affine, G2Affine, Scalar};
+use common::flags::Flags;
+use common::shapes::{Chain, Shape};
+use group::prime::PrimeCurveAffine;
+use pinprove::groth16::VerifyingKey;
+use pinprove::synth::{partition_bytes, synthesize, synthesize_witness};
+use pinprove::{PinnedPool, PoolConfig, ProvingKey, R1cs};
+use rayon::prelude::*;
+
+/// What `--help` prints.
+const USAGE: &str =
+    "cargo run --release --example synthesis -- [--shape sha256] [--lg-m 20] [--threads 1] [--rounds 2] \\
+    [--only full|witness]
+Each of `--threads` threads synthesizes `--rounds` partitions one after the other, in full and then
+witness-only (or only the one `--only` names, for a profiler); prints the mean time a partition
+and the host bytes a partition holds.";
+
+/// A key of `r1cs`'s lengths whose points are all the identity: synthesis reads only lengths.
+fn key_of_lengths(r1cs: &R1cs) -> ProvingKey {
+    let m = (r1cs.num_constraints() + r1cs.num_inputs()).next_power_of_two();
+    let g1 = |n| vec![G1Affine::identity(); n];
+    let vk = VerifyingKey {
+        alpha_g1: G1Affine::generator(),
+        beta_g1: G1Affine::generator(),
+        beta_g2: G2Affine::generator(),
+        gamma_g2: G2Affine::generator(),
+        delta_g1: G1Affine::generator(),
+        delta_g2: G2Affine::generator(),
+        ic: g1(r1cs.num_inputs()),
+    };
+    ProvingKey {
+        vk,
+        h: g1(m - 1),
+        l: g1(r1cs.num_aux()),
+        a: g1(r1cs.a_query_len()),
+        b_g1: g1(r1cs.b_query_len()),
+        b_g2: vec![G2Affine::identity(); r1cs.b_query_len()],
+        r1cs: None,
+    }
+}
+
+/// Mean wall time a partition when `threads` threads each run `rounds` of `synthesize_one`.
+fn mean_per_partition(threads: usize, rounds: usize, synthesize_one: impl Fn(u64) + Sync) -> Duration {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("threads");
+    let times: Vec<Duration> = pool.install(|| {
+        (0..threads)
+            .into_par_iter()
+            .flat_map_iter(|t| {
+                (0..rounds).map(move |r| (t * rounds + r) as u64).map(|x0| {
+                    let start = Instant::now();
+                    synthesize_one(x0 + 1);
+                    start.elapsed()
+                })
+            })
+            .collect()
+    });
+    times.iter().sum::<Duration>() / times.len() as u32
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let flags = Flags::parse(USAGE, &["--shape", "--lg-m", "--threads", "--rounds", "--only"])?;
+    let only: String = flags.get("--only", String::new())?;
+    let shape = Shape::parse(&flags.get("--shape", "sha256".to_owned())?)?;
+    let lg_m: u32 = flags.get("--lg-m", 20)?;
+    let (threads, rounds): (usize, usize) = (flags.get("--threads", 1)?, flags.get("--rounds", 2)?);
+    let start = Instant::now();
+    let r1cs = R1cs::record(Chain::new(shape, lg_m, 0))?;
+    println!(
+        "{} 2^{lg_m}: recorded {} constraints, {} aux, {:?} entries (A, B, C), {:.3} GB, in {:.2} s",
+        shape.name(),
+        r1cs.num_constraints(),
+        r1cs.num_aux(),
+        r1cs.entries(),
+        r1cs.bytes() as f64 / 1e9,
+        start.elapsed().as_secs_f64()
+    );
+    let key = key_of_lengths(&r1cs);
+    let pool = PinnedPool::new(PoolConfig { max_bytes: usize::MAX / 2, ..PoolConfig::default() });
+    let (run_full, run_witness) = (only != "witness", only != "full");
+    let full = run_full.then(|| {
+        mean_per_partition(threads, rounds, |x0| {
+            synthesize(Chain::new(shape, lg_m, x0), &key, &pool).expect("full synthesis");
+        })
+    });
+    let witness = run_witness.then(|| {
+        mean_per_partition(threads, rounds, |x0| {
+            synthesize_witness(Chain::new(shape, lg_m, x0), &r1cs, &pool).expect("witness-only synthesis");
+        })
+    });
+    // The floor: bellpepper's own witness generator, into heap vectors (the gadgets' work).
+    let floor = run_witness.then(|| {
+        mean_per_partition(threads, rounds, |x0| {
+            let mut cs = WitnessCS::<Scalar>::new();
+            Chain::new(shape, lg_m, x0).synthesize(&mut cs).expect("bellpepper's WitnessCS");
+        })
+    });
+    let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    let (bytes_full, bytes_witness) = (partition_bytes(&key, false)?, partition_bytes(&key, true)?);
+    println!(
+        "synthesis a partition, {threads} thread(s) x {rounds}: full {:.1} ms, witness-only {:.1} ms ({:.2}x)",
+        ms(full),
+        ms(witness),
+        ms(witness) / ms(full)
+    );
+    println!("  bellpepper's WitnessCS (heap vectors, the same gadgets): {:.1} ms", ms(floor));
+    println!(
+        "host bytes a partition in flight: full {:.3} GB, witness-only {:.3} GB ({:.3}x)",
+        bytes_full as f64 / 1e9,
+        bytes_witness as f64 / 1e9,
+        bytes_witness as f64 / bytes_full as f64
+    );
+    Ok(())
+}
