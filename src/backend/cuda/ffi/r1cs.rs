@@ -8,6 +8,8 @@ use crate::error::Result;
 
 /// Threads per block of the products and gathers.
 const THREADS: u32 = 256;
+/// Threads a row of the products (`SPMV_LANES` in spmv.cuh).
+const SPMV_LANES: usize = 4;
 
 /// Row starts of a matrix on the device, as wide as the host's.
 #[derive(Debug)]
@@ -98,8 +100,8 @@ impl R1csKernels {
         // width); the matrix was checked on read (src/r1cs/file.rs) or built by recording:
         // its starts rise to its entries, every variable is below z's length, every
         // coefficient index below the table's; `out` holds n >= rows elements (asserted), one
-        // thread each.
-        unsafe { launch(f, blocks(n, THREADS), THREADS, stream, &args) }
+        // for each row, SPMV_LANES threads a row (whole warps: THREADS is a multiple of 32).
+        unsafe { launch(f, blocks(n * SPMV_LANES, THREADS), THREADS, stream, &args) }
     }
 
     /// out[i] = z[vars[i]] for i < vars' length, enqueued on `stream`.
