@@ -7,6 +7,7 @@
 #ifndef PINPROVE_API_CU
 #define PINPROVE_API_CU
 
+#include "geometry.h"
 #include "ntt/ntt.cuh"
 #include "ec/fp2.cuh"
 #include "msm/scan.cuh"
@@ -19,11 +20,11 @@ using fp2 = fp2_t<fp_t>;
 
 // ---- the h stage (ntt/ntt.cuh)
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c, const fr_t* tw)
 {   ntt_dif_pass(d_x, lg_n, S, k, lg_c, tw);   }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 g16_ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k, uint32_t lg_c, const fr_t* tw,
                       const fr_t* pw_lo, const fr_t* pw_hi)
 {   ntt_dif_last_pass(d_x, d_out, lg_n, k, lg_c, tw, pw_lo, pw_hi);   }
@@ -126,10 +127,8 @@ extern "C" __global__ void __launch_bounds__(SHIFT_THREADS)                     
 g16_msm_shift_##G(const affine_t<field>* in, uint32_t n, uint32_t doublings, affine_t<field>* out)      \
 {   msm_shift(in, n, doublings, out);   }
 
-// Threads per block of the G1 and G2 kernels (MSM_THREADS_G1/G2 in src/backend/cuda/msm.rs), and
-// the blocks per multiprocessor the bucket sums ask for: 2 × 256 G1 threads cap them at 128
-// registers, which ptxas meets without spilling.
-MSM_KERNELS(g1, fp_t, 256, 2)
-MSM_KERNELS(g2, fp2, 128, 1)
+// Threads per block and blocks per multiprocessor of each group's kernels: geometry.h.
+MSM_KERNELS(g1, fp_t, MSM_G1_THREADS, MSM_G1_BLOCKS)
+MSM_KERNELS(g2, fp2, MSM_G2_THREADS, MSM_G2_BLOCKS)
 
 #endif

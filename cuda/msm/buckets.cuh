@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "../geometry.h"
+
 // Bits [off, off + c) of the canonical scalar k (8 little-endian u32 limbs), c <= 24, off < 256.
 __device__ __forceinline__ uint32_t window_bits(const fr_t& k, uint32_t off, uint32_t c)
 {
@@ -110,9 +112,7 @@ __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, 
 // bin with one atomic; `msm_place` then places the binned pairs, which go bin after bin,
 // inside their bin's slots (a few MB). Bin b's slots are its keys' slots,
 // [off[b << shift], off[(b + 1) << shift]), so the binned pairs take the entries' room.
-#define BINS 256
-#define BIN_THREADS 512
-#define BIN_ITEMS 32
+// BINS, BIN_THREADS and BIN_ITEMS: geometry.h.
 
 // bin_cursor[b] = off[b << shift]: where bin b's slots start, for b < bins.
 __device__ __forceinline__ void msm_bin_starts(const uint32_t* off, uint32_t shift, uint32_t bins,

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#define SCAN_THREADS 1024
-#define SCAN_ITEMS 4
+#include "../geometry.h"
+
 #define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
 
 // Exclusive scan of one value per thread across the block (blockDim.x = SCAN_THREADS);

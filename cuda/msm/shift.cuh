@@ -13,8 +13,7 @@
 #include <cstdint>
 
 #include "../ec/xyzz.cuh"
-
-#define SHIFT_THREADS 128
+#include "../geometry.h"
 
 // 1/v for each thread's v ≠ 0, by one inversion a block: with prefix products P_t = v_0⋯v_t
 // and suffix products S_t = v_t⋯v_last, 1/v_t = P_{t−1}·S_{t+1}/P_last.

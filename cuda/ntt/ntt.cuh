@@ -21,12 +21,9 @@
 #endif
 
 #include "../ff/fields.cuh"
+#include "../geometry.h"
 
-#define LG_TW_LO 12
 #define TW_LO (1u << LG_TW_LO)
-// Elements in shared memory per block of a pass, and most stages (k) per pass.
-#define LG_PASS 10
-#define LG_PASS_K 8
 
 __device__ __forceinline__ fr_t table_pow(const fr_t* lo, const fr_t* hi, uint32_t e)
 {

@@ -9,7 +9,8 @@
 #ifndef PINPROVE_R1CS_SPMV_CUH
 #define PINPROVE_R1CS_SPMV_CUH
 
-#include "ff/fields.cuh"
+#include "../ff/fields.cuh"
+#include "../geometry.h"
 
 __device__ __forceinline__ fr_t z_at(const fr_t* input, const fr_t* aux, uint32_t inputs, uint32_t v)
 {   return v < inputs ? input[v] : aux[v - inputs];   }
@@ -17,8 +18,7 @@ __device__ __forceinline__ fr_t z_at(const fr_t* input, const fr_t* aux, uint32_
 // Lanes that share a row: a row's entries are strided over them and their sums added by
 // shuffles. Bit-heavy circuits have mostly short rows and a few long ones (SHA-256's 32-bit
 // additions sum 100 and more bits): a thread alone on a long row held its warp, and its
-// block, for as many dependent loads as entries. SPMV_LANES in src/backend/cuda/ffi/r1cs.rs.
-#define SPMV_LANES 4
+// block, for as many dependent loads as entries (SPMV_LANES: geometry.h).
 
 // out[i] = ⟨row i, z⟩ for i < rows, 0 for rows ≤ i < n (the domain's padding). A thread per
 // lane of a row; every thread of the grid takes part in the shuffles.

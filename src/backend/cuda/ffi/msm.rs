@@ -10,6 +10,7 @@ use std::cell::Cell;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cust::stream::Stream;
 
+use super::geometry::{self, BIN_ITEMS, BIN_THREADS, MSM_THREADS as THREADS, SCAN_ITEMS, SCAN_THREADS, SHIFT_THREADS};
 use super::{blocks, launch, read, u32_arg, Arg, DeviceElem, DeviceVec, Fatbin, Function, HostElem};
 use super::{XyzzG1, XyzzG2};
 use crate::error::Result;
@@ -22,26 +23,17 @@ const MAX_CHUNK: usize = 64;
 const LEVEL_THREADS: usize = 1 << 19;
 /// Items per bucket the window sums take from the last level.
 const FINAL_ITEMS: usize = 8;
-/// Threads per block of the bucket kernels.
-const THREADS: u32 = 256;
-/// Threads per block of the scan and the items of one tile (`SCAN_THREADS`, `SCAN_TILE` in
-/// scan.cuh).
-const SCAN_THREADS: u32 = 1024;
-const SCAN_TILE: usize = 4096;
-/// The scatter's bins (buckets.cuh): at most BINS; threads per block and digit words a block
-/// takes in the first pass (`BIN_THREADS`, `BIN_THREADS · BIN_ITEMS`), and the runs of pairs
-/// the second takes at once (`PLACE_REGIONS`).
-const BINS: usize = 256;
-const BIN_THREADS: u32 = 512;
-const BIN_ITEMS: u32 = 32;
+/// Counts a block of the scan takes (geometry.h).
+const SCAN_TILE: usize = (SCAN_THREADS * SCAN_ITEMS) as usize;
+/// The scatter's bins (buckets.cuh, geometry.h): at most BINS; digit words a block takes in
+/// the first pass, and the runs of pairs the second takes at once (`PLACE_REGIONS`).
+const BINS: usize = geometry::BINS as usize;
 const BIN_TILE: u32 = BIN_THREADS * BIN_ITEMS;
 const PLACE_REGIONS: usize = 8;
 /// Entries from which a shifted plan bins them before placing them: 800 MB at 2^24, where one
 /// pass costs 2 ms more than two (G1: 91.6 against 89.7 ms), overflow the L2 cache; 220 MB at
 /// 2^22 nearly fit, and there binning cost 0.7 ms more.
 const BINNED_ENTRIES: usize = 1 << 27;
-/// Threads per block of the shifted bases' precompute (`SHIFT_THREADS` in shift.cuh).
-const SHIFT_THREADS: u32 = 128;
 /// Bucket segments a window-sum launch aims for: enough threads to fill the device.
 const SEGMENT_THREADS: usize = 1 << 16;
 /// Window bits the kernels take: c ≤ 24 for `window_bits`, and ⌈256/c⌉·2^(c−1) buckets
@@ -79,7 +71,7 @@ impl Group for G1 {
     type Affine = G1Affine;
     type Projective = G1Projective;
     type Xyzz = XyzzG1;
-    const THREADS: u32 = 256;
+    const THREADS: u32 = geometry::MSM_G1_THREADS;
     fn kernels(k: &MsmKernels) -> &SumKernels {
         &k.g1
     }
@@ -95,7 +87,7 @@ impl Group for G2 {
     type Affine = G2Affine;
     type Projective = G2Projective;
     type Xyzz = XyzzG2;
-    const THREADS: u32 = 128;
+    const THREADS: u32 = geometry::MSM_G2_THREADS;
     fn kernels(k: &MsmKernels) -> &SumKernels {
         &k.g2
     }

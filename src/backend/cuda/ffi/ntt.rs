@@ -5,17 +5,9 @@ use blstrs::Scalar;
 use cust::stream::Stream;
 use ff::Field;
 
+use super::geometry::{LG_PASS, LG_PASS_K, LG_TW_LO, NTT_THREADS as THREADS};
 use super::{blocks, launch, limbs, u32_arg, Arg, DeviceVec, Fatbin, Function};
 use crate::error::Result;
-
-/// Threads per block of every NTT kernel.
-const THREADS: u32 = 256;
-/// Elements in shared memory per block of a pass, and most stages per pass (`LG_PASS`,
-/// `LG_PASS_K` in ntt.cuh).
-const LG_PASS: u32 = 10;
-const LG_PASS_K: u32 = 8;
-/// log₂ of the low power table's length (`LG_TW_LO` in ntt.cuh).
-const LG_TW_LO: u32 = 12;
 
 /// The twiddles of one root w on the device: w^e for e < n/2, one flat table.
 #[derive(Debug)]

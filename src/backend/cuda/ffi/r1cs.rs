@@ -3,13 +3,9 @@
 use blstrs::Scalar;
 use cust::stream::Stream;
 
+use super::geometry::{R1CS_THREADS as THREADS, SPMV_LANES};
 use super::{blocks, launch, u32_arg, Arg, DeviceVec, Fatbin, Function};
 use crate::error::Result;
-
-/// Threads per block of the products and gathers.
-const THREADS: u32 = 256;
-/// Threads a row of the products (`SPMV_LANES` in spmv.cuh).
-const SPMV_LANES: usize = 4;
 
 /// Row starts of a matrix on the device, as wide as the host's.
 #[derive(Debug)]
@@ -101,7 +97,7 @@ impl R1csKernels {
         // its starts rise to its entries, every variable is below z's length, every
         // coefficient index below the table's; `out` holds n >= rows elements (asserted), one
         // for each row, SPMV_LANES threads a row (whole warps: THREADS is a multiple of 32).
-        unsafe { launch(f, blocks(n * SPMV_LANES, THREADS), THREADS, stream, &args) }
+        unsafe { launch(f, blocks(n * SPMV_LANES as usize, THREADS), THREADS, stream, &args) }
     }
 
     /// out[i] = z[vars[i]] for i < vars' length, enqueued on `stream`.

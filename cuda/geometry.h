@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// Launch geometry that the kernels and their Rust launchers (src/backend/cuda/ffi/) must
+// agree on: declared here once. build.rs turns every `#define NAME value` line of this file
+// into `pub(crate) const NAME: u32 = value;` for the Rust side, so a change here changes
+// both, and a line it cannot read fails the build. Plain integer literals only.
+#ifndef PINPROVE_GEOMETRY_H
+#define PINPROVE_GEOMETRY_H
+
+// ---- the h stage (ntt/ntt.cuh)
+// Threads per block of every NTT kernel.
+#define NTT_THREADS 256
+// log2 of the elements in shared memory a block of a pass holds, and most stages a pass takes.
+#define LG_PASS 10
+#define LG_PASS_K 8
+// log2 of the low power table's length: c·b^e = hi[e >> LG_TW_LO] · lo[e & (2^LG_TW_LO − 1)].
+#define LG_TW_LO 12
+
+// ---- prefix sums (msm/scan.cuh): a block scans SCAN_THREADS · SCAN_ITEMS counts (a tile).
+#define SCAN_THREADS 1024
+#define SCAN_ITEMS 4
+
+// ---- MSM buckets (msm/buckets.cuh)
+// Threads per block of the counting, scattering and offset kernels.
+#define MSM_THREADS 256
+// The binned scatter: at most BINS bins; threads per block, and digit words a thread takes.
+#define BINS 256
+#define BIN_THREADS 512
+#define BIN_ITEMS 32
+
+// ---- MSM sums (msm/accumulate.cuh), per group: threads per block, and the blocks per
+// multiprocessor the bucket sums ask for (2 × 256 G1 threads cap them at 128 registers,
+// which ptxas meets without spilling).
+#define MSM_G1_THREADS 256
+#define MSM_G1_BLOCKS 2
+#define MSM_G2_THREADS 128
+#define MSM_G2_BLOCKS 1
+// Threads per block of the shifted bases' precompute (msm/shift.cuh).
+#define SHIFT_THREADS 128
+
+// ---- recorded constraints (r1cs/spmv.cuh): threads per block, and threads that share a row
+// of a product (bit-heavy circuits have mostly short rows and a few long ones).
+#define R1CS_THREADS 256
+#define SPMV_LANES 4
+
+#endif
