@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use blstrs::{G1Affine, G2Affine};
 use cust::stream::Stream;
 
-use super::ffi::{from_cust, upload, windows_for, DeviceVec, Group, HostElem, HostPinned, MsmKernels, Staging, G1, G2};
+use super::ffi::{from_cust, upload, DeviceVec, Group, HostElem, HostPinned, MsmKernels, Staging, G1, G2};
 use super::msm::shifted_window_bits;
+use super::plan::windows_for;
 use crate::error::Result;
 use crate::groth16::ProvingKey;
 

@@ -12,7 +12,8 @@
 
 use group::Group as _;
 
-use super::ffi::{window_width, windows_for, Group, SHIFTED_WINDOW_BITS, WINDOW_BITS};
+use super::ffi::Group;
+use super::plan::{window_width, windows_for, SHIFTED_WINDOW_BITS, WINDOW_BITS};
 
 /// Window bits for `n` points: the c that minimises the additions into buckets,
 /// n·⌈256/c⌉, plus the cost of reducing the buckets, about 6 mixed additions a bucket:

@@ -8,16 +8,7 @@ mod msm;
 mod ntt;
 mod r1cs;
 
-/// The launch geometry of `cuda/geometry.h`, which build.rs turns into these constants: the
-/// kernels and their launchers read one declaration. Values only nvcc reads (blocks per
-/// multiprocessor) are here too, unused.
-#[allow(dead_code)]
-mod geometry {
-    include!(concat!(env!("OUT_DIR"), "/geometry.rs"));
-}
-
-pub(crate) use msm::{window_range, window_width, windows_for, Group, MsmKernels, MsmScratch, Plan, G1, G2};
-pub(crate) use msm::{SHIFTED_WINDOW_BITS, WINDOW_BITS};
+pub(crate) use msm::{Group, MsmKernels, MsmScratch, Plan, G1, G2};
 pub(crate) use ntt::{NttKernels, PowerTables, Twiddles};
 pub(crate) use r1cs::{DeviceMatrix, DeviceStarts, R1csKernels, Z};
 

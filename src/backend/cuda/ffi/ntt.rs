@@ -5,8 +5,8 @@ use blstrs::Scalar;
 use cust::stream::Stream;
 use ff::Field;
 
-use super::geometry::{LG_PASS, LG_PASS_K, LG_TW_LO, NTT_THREADS as THREADS};
 use super::{blocks, launch, limbs, u32_arg, Arg, DeviceVec, Fatbin, Function};
+use crate::backend::cuda::geometry::{LG_PASS, LG_PASS_K, LG_TW_LO, NTT_THREADS as THREADS};
 use crate::error::Result;
 
 /// The twiddles of one root w on the device: w^e for e < n/2, one flat table.

@@ -3,8 +3,8 @@
 use blstrs::Scalar;
 use cust::stream::Stream;
 
-use super::geometry::{R1CS_THREADS as THREADS, SPMV_LANES};
 use super::{blocks, launch, u32_arg, Arg, DeviceVec, Fatbin, Function};
+use crate::backend::cuda::geometry::{R1CS_THREADS as THREADS, SPMV_LANES};
 use crate::error::Result;
 
 /// Row starts of a matrix on the device, as wide as the host's.

@@ -1,0 +1,139 @@
+//! Where a backend keeps the proving key: the device-memory budget it answers to, and the
+//! placement policy: the recorded constraints first, then the bases with their shifted
+//! copies, the bases alone, or the bases streamed from pinned host memory in the largest
+//! chunk that fits (see [`KeyPlacement`]).
+
+use super::ffi::{from_cust, memory_info, DeviceVec, MsmScratch, G1, G2};
+use super::key::{key_bytes, DeviceKey};
+use super::msm::plan_window_bits;
+use super::r1cs::{device_bytes, DeviceR1cs};
+use super::{CudaBackend, DeviceScalars, KeyPlacement};
+use crate::error::{Error, Result};
+use crate::groth16::ProvingKey;
+
+/// The device memory a backend may hold: all the device has, or the device's
+/// [memory limit](CudaDevice::with_memory_limit).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Budget {
+    pub(super) limit: Option<usize>,
+    /// Free device memory before the backend allocated anything.
+    pub(super) free_at_start: usize,
+}
+
+impl Budget {
+    /// Whether `more` bytes fit beside what the backend holds: in the device's free memory,
+    /// and within the limit.
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`] when they do not.
+    pub(super) fn check(&self, more: usize) -> Result<()> {
+        let free = memory_info()?.0;
+        let held = self.free_at_start.saturating_sub(free);
+        if more > free || self.limit.is_some_and(|limit| held + more > limit) {
+            return Err(Error::DeviceOutOfMemory { requested: held + more });
+        }
+        Ok(())
+    }
+}
+
+/// Fewest points per chunk of streamed bases: below this the chunks' sums would be mostly
+/// window tails.
+const MIN_CHUNK: usize = 1 << 12;
+
+impl CudaBackend {
+    /// Allocates everything a partition of `key` needs, then places its bases (see
+    /// [`KeyPlacement`]).
+    pub(super) fn hold(&mut self, key: &ProvingKey) -> Result<()> {
+        self.domain(key.domain_size())?;
+        self.scalars = Some(DeviceScalars {
+            aux: DeviceVec::new(key.num_aux())?,
+            a: DeviceVec::new(key.a.len())?,
+            b: DeviceVec::new(key.b_g1.len())?,
+        });
+        self.budget.check(0)?;
+        self.hold_r1cs(key)?;
+        let held = match self.resident_key(key, true) {
+            Err(e @ Error::DeviceOutOfMemory { .. }) => {
+                log::info!("the key's shifted bases and their scratch do not fit ({e}): the bases alone");
+                self.scratch = MsmScratch::default(); // free the shifted plans' room
+                self.resident_key(key, false)
+            }
+            held => held,
+        };
+        let held = match held {
+            Ok(held) => held,
+            Err(e @ Error::DeviceOutOfMemory { .. }) => {
+                log::info!("the key's bases and whole-MSM scratch do not fit ({e}): streaming the bases");
+                self.stream_key(key)?
+            }
+            Err(e) => return Err(e),
+        };
+        self.key = Some(held);
+        self.stream.synchronize().map_err(from_cust)
+    }
+
+    /// The key's recorded constraints on the device, before its bases, when it has them and
+    /// they fit; otherwise this backend does not evaluate them and its prover synthesizes in
+    /// full.
+    fn hold_r1cs(&mut self, key: &ProvingKey) -> Result<()> {
+        let Some(r1cs) = &key.r1cs else { return Ok(()) };
+        let upload =
+            self.budget.check(device_bytes(r1cs)).and_then(|()| DeviceR1cs::upload(r1cs, &self.stream, &self.staging));
+        match upload {
+            Ok(held) => self.r1cs = Some(held),
+            Err(e @ Error::DeviceOutOfMemory { .. }) => {
+                log::warn!("the recorded constraints do not fit on the device ({e}): circuits are synthesized in full");
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    /// The key's bases on the device, `shifted` or not, with scratch for whole MSMs.
+    fn resident_key(&mut self, key: &ProvingKey, shifted: bool) -> Result<DeviceKey> {
+        let lengths = g1_msm_lengths(key);
+        let placement = if shifted { KeyPlacement::Shifted } else { KeyPlacement::Resident };
+        self.reserve_scratch(key, placement)?;
+        self.budget.check(key_bytes(key, lengths, shifted))?;
+        DeviceKey::resident(key, lengths, shifted, &self.msm, &self.stream, &self.staging)
+    }
+
+    /// Streamed bases in the largest power-of-two chunk (at least MIN_CHUNK) whose buffers
+    /// and scratch fit.
+    fn stream_key(&mut self, key: &ProvingKey) -> Result<DeviceKey> {
+        let longest = g1_msm_lengths(key).into_iter().max().unwrap_or(0);
+        let mut chunk = longest.next_power_of_two() / 2;
+        loop {
+            self.scratch = MsmScratch::default(); // free the last try's
+            let budget = self.budget;
+            let attempt = self
+                .reserve_scratch(key, KeyPlacement::Streamed { chunk })
+                .and_then(|()| DeviceKey::streamed(key, chunk, || budget.check(0)));
+            match attempt {
+                Err(Error::DeviceOutOfMemory { .. }) if chunk > MIN_CHUNK => chunk /= 2,
+                attempt => return attempt,
+            }
+        }
+    }
+
+    /// MSM scratch for every MSM of `key` with its bases placed so.
+    fn reserve_scratch(&mut self, key: &ProvingKey, placement: KeyPlacement) -> Result<()> {
+        let shifted = placement == KeyPlacement::Shifted;
+        let chunk = match placement {
+            KeyPlacement::Streamed { chunk } => chunk,
+            _ => usize::MAX,
+        };
+        let lengths = g1_msm_lengths(key).map(|len| len.min(chunk));
+        for n in lengths {
+            self.scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
+        }
+        let b = lengths[3]; // the B scalars, for G2 too
+        self.scratch.reserve::<G2>(b, plan_window_bits(b, shifted), shifted)?;
+        self.budget.check(0)
+    }
+}
+
+/// Points of the four G1 MSMs of `key`: H (the domain less one), L, A, B.
+pub(super) fn g1_msm_lengths(key: &ProvingKey) -> [usize; 4] {
+    [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()]
+}

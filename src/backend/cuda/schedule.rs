@@ -1,0 +1,99 @@
+//! What the MSMs of a partition run with, and in what order: over resident bases one plan of
+//! the scalars (shared by the B query's G1 and G2 MSMs when it fits both); over streamed
+//! bases chunk by chunk through two device slots, the copy of chunk j+1 overlapping the sums
+//! of chunk j.
+
+use cust::stream::Stream;
+use group::Group as _;
+
+use super::ffi::{self, download, mark, upload, wait_for, DeviceVec, Group, MsmKernels, MsmScratch, Plan, Staging};
+use super::key::Bases;
+use super::msm::{combine, window_bits};
+use crate::error::Result;
+use blstrs::Scalar;
+
+/// What the MSMs of a backend run with.
+pub(super) struct Msms<'a> {
+    pub(super) kernels: &'a MsmKernels,
+    pub(super) stream: &'a Stream,
+    pub(super) copies: &'a Stream,
+    pub(super) staging: &'a Staging,
+    pub(super) scratch: &'a MsmScratch,
+}
+
+impl Msms<'_> {
+    /// A plan of `scalars[range]` in windows of (c, shifted) ([`DeviceBases::plan_for`]).
+    pub(super) fn plan(
+        &self,
+        scalars: &DeviceVec<Scalar>,
+        range: std::ops::Range<usize>,
+        (c, shifted): (u32, Option<usize>),
+    ) -> Result<Plan> {
+        self.kernels.plan(self.stream, self.scratch, scalars, range, c, shifted)
+    }
+
+    /// Σ over `plan`'s buckets of `bases` (on the device), via the bucket sets' sums in `sums`.
+    pub(super) fn sum<G: Group>(
+        &self,
+        plan: &Plan,
+        bases: &DeviceVec<G::Affine>,
+        sums: &DeviceVec<G::Projective>,
+    ) -> Result<G::Projective> {
+        self.kernels.window_sums::<G>(self.stream, self.scratch, plan, bases, sums)?;
+        let mut host = vec![G::Projective::identity(); plan.sets()];
+        download(self.stream, self.staging, sums, &mut host, true)?.wait()?;
+        Ok(match plan.shifted {
+            Some(_) => host[0], // the windows were shifted into one set
+            None => combine::<G>(&host, plan.c),
+        })
+    }
+
+    /// Σ scalarsᵢ·basesᵢ for i < n. Resident bases take one plan (or `reuse`, the plan of the
+    /// same scalars for another group, when it fits these bases), which is returned for the
+    /// next group. Streamed bases
+    /// go chunk by chunk through their two slots: chunk j+1 is copied while chunk j is
+    /// summed, and chunk j+2 into j's slot once j's sums are back on the host.
+    pub(super) fn msm<G: Group>(
+        &self,
+        scalars: &DeviceVec<Scalar>,
+        n: usize,
+        bases: Bases<'_, G::Affine>,
+        sums: &DeviceVec<G::Projective>,
+        reuse: Option<Plan>,
+    ) -> Result<(G::Projective, Option<Plan>)> {
+        let (host, slots) = match bases {
+            Bases::Resident(bases) => {
+                let (c, shifted) = bases.plan_for(n);
+                let plan = match reuse {
+                    Some(plan) if plan.serves(n, c, shifted) => plan,
+                    _ => self.plan(scalars, 0..n, (c, shifted))?,
+                };
+                return Ok((self.sum::<G>(&plan, &bases.points, sums)?, Some(plan)));
+            }
+            Bases::Streamed { host, slots } => (host, slots),
+        };
+        let chunk = slots[0].len();
+        let c = window_bits(chunk.min(n));
+        let chunks: Vec<_> = (0..n).step_by(chunk).map(|start| start..n.min(start + chunk)).collect();
+        let mut in_flight = Vec::with_capacity(chunks.len());
+        // Enqueues the copy of chunk j into its slot; returns the mark its sums wait for.
+        let mut copy = |j: usize| -> Result<_> {
+            let range = chunks[j].clone();
+            in_flight.push(upload(self.copies, self.staging, &host[range], true, &slots[j % 2])?);
+            mark(self.copies)
+        };
+        let mut copied: std::collections::VecDeque<_> =
+            (0..chunks.len().min(2)).map(&mut copy).collect::<Result<_>>()?;
+        let mut total = G::Projective::identity();
+        for (j, range) in chunks.iter().enumerate() {
+            wait_for(self.stream, copied.pop_front().expect("chunk j was copied"))?;
+            let plan = self.plan(scalars, range.clone(), (c, None))?;
+            total += self.sum::<G>(&plan, &slots[j % 2], sums)?; // waits: slot j % 2 is free after
+            if j + 2 < chunks.len() {
+                copied.push_back(copy(j + 2)?);
+            }
+        }
+        in_flight.into_iter().try_for_each(ffi::InFlight::wait)?;
+        Ok((total, None))
+    }
+}
