@@ -12,8 +12,8 @@ use common::timing_key::timing_key;
 use common::MimcChain;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use ff::Field;
-use pinprove::domain::Domain;
-use pinprove::groth16::generator;
+use pinprove::generate_random_parameters;
+use pinprove::internal::Domain;
 use pinprove::{Config, PinnedAbcBuffers, PinnedPool, PoolConfig, Prover, R1cs};
 use rand::SeedableRng;
 
@@ -55,7 +55,7 @@ fn ntt(c: &mut Criterion) {
 fn cpu_msm(c: &mut Criterion) {
     use blst::MultiPoint;
     use blstrs::{G1Projective, G2Projective};
-    use pinprove::msm::msm;
+    use pinprove::internal::msm;
     let mut group = c.benchmark_group("cpu_msm");
     let n = 1 << 20;
     let scalars = common::random_scalars(n, 3);
@@ -95,10 +95,10 @@ fn synthesis(c: &mut Criterion) {
         let key = timing_key(shape, lg_m, 1);
         let r1cs = R1cs::record(Chain::new(shape, lg_m, 0)).unwrap();
         group.bench_function(format!("{} chain 2^{lg_m}, full", shape.name()), |b| {
-            b.iter(|| pinprove::synth::synthesize(Chain::new(shape, lg_m, 3), &key, &pool).unwrap())
+            b.iter(|| pinprove::internal::synthesize(Chain::new(shape, lg_m, 3), &key, &pool).unwrap())
         });
         group.bench_function(format!("{} chain 2^{lg_m}, witness only", shape.name()), |b| {
-            b.iter(|| pinprove::synth::synthesize_witness(Chain::new(shape, lg_m, 3), &r1cs, &pool).unwrap())
+            b.iter(|| pinprove::internal::synthesize_witness(Chain::new(shape, lg_m, 3), &r1cs, &pool).unwrap())
         });
     }
     group.finish();
@@ -108,7 +108,7 @@ fn pipeline(c: &mut Criterion) {
     let lg_m = 10;
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
     let circuit = |x0: u64| MimcChain::new(x0, &constants);
-    let key = generator::generate_random_parameters(circuit(0), &mut rand::thread_rng()).unwrap();
+    let key = generate_random_parameters(circuit(0), &mut rand::thread_rng()).unwrap();
     let prover = Prover::new(key, Config::default()).unwrap();
     let batch = 4;
     let mut group = c.benchmark_group("pipeline");

@@ -15,8 +15,9 @@ use common::flags::Flags;
 use common::timing_key::{g1_points, g2_points};
 use common::{pacing, report, MimcChain};
 use ff::Field;
-use pinprove::backend::cuda::{self, BasesLayout, CudaBackend, CudaDevice, MsmRun, Transform};
-use pinprove::groth16::{generator, prepare_verifying_key};
+use pinprove::backend::cuda::{CudaBackend, CudaDevice};
+use pinprove::internal::cuda::{self, BasesLayout, MsmRun, Transform};
+use pinprove::{generate_random_parameters, prepare_verifying_key};
 use pinprove::{Config, PinnedPool, PinnedVec, PoolConfig, Prover};
 use rayon::prelude::*;
 
@@ -207,7 +208,7 @@ fn pipeline(lg_m: u32, proofs: usize, pacing_jobs: u64) -> Result<(), Box<dyn st
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
     let circuits = || (0..proofs as u64).map(|x0| MimcChain::new(x0, &constants)).collect::<Vec<_>>();
     let start = Instant::now();
-    let key = generator::generate_random_parameters(MimcChain::new(0, &constants), &mut rand::thread_rng())?;
+    let key = generate_random_parameters(MimcChain::new(0, &constants), &mut rand::thread_rng())?;
     println!("\npipeline: {proofs} proofs of a 2^{lg_m} domain (setup {:.1} s)", start.elapsed().as_secs_f64());
     let pvk = prepare_verifying_key(&key.vk);
     let config = Config::default();

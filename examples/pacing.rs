@@ -8,7 +8,7 @@ mod common;
 
 use common::flags::Flags;
 use common::{pacing, plots, MimcChain};
-use pinprove::groth16::generator;
+use pinprove::generate_random_parameters;
 use pinprove::{Config, Prover};
 
 /// What `--help` prints.
@@ -20,10 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let svg: String = flags.get("--svg", String::new())?;
     let (lg_m, jobs) = (flags.get("--lg-m", 12u32)?, flags.get("--jobs", 24u64)?);
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
-    let key = std::sync::Arc::new(generator::generate_random_parameters(
-        MimcChain::new(0, &constants),
-        &mut rand::thread_rng(),
-    )?);
+    let key = std::sync::Arc::new(generate_random_parameters(MimcChain::new(0, &constants), &mut rand::thread_rng())?);
     let config = Config::default();
     println!(
         "pacing study, cpu backend: {jobs} proofs of a 2^{lg_m} domain, {} synthesis threads",

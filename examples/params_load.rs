@@ -15,7 +15,7 @@ use blstrs::Bls12;
 use common::flags::Flags;
 use common::shapes::Shape;
 use common::timing_key::timing_key;
-use pinprove::groth16::Check;
+use pinprove::Check;
 use pinprove::ProvingKey;
 
 /// What `--help` prints.

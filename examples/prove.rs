@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use common::flags::Flags;
 use common::{plots, report, MimcChain};
-use pinprove::groth16::{generator, prepare_verifying_key};
+use pinprove::{generate_random_parameters, prepare_verifying_key};
 use pinprove::{Config, PartitionTimings, Prover};
 
 /// What `--help` prints.
@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let start = Instant::now();
-    let key = generator::generate_random_parameters(circuit(0), &mut rand::thread_rng())?;
+    let key = generate_random_parameters(circuit(0), &mut rand::thread_rng())?;
     println!("  setup (our generator):   {:>9.3} s", start.elapsed().as_secs_f64());
     let pvk = prepare_verifying_key(&key.vk);
 

@@ -16,8 +16,8 @@ use blstrs::{G1Affine, G2Affine, Scalar};
 use common::flags::Flags;
 use common::shapes::{Chain, Shape};
 use group::prime::PrimeCurveAffine;
-use pinprove::groth16::VerifyingKey;
-use pinprove::synth::{partition_bytes, synthesize, synthesize_witness};
+use pinprove::internal::{partition_bytes, synthesize, synthesize_witness};
+use pinprove::VerifyingKey;
 use pinprove::{PinnedPool, PoolConfig, ProvingKey, R1cs};
 use rayon::prelude::*;
 

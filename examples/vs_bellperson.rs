@@ -12,8 +12,8 @@ use blstrs::{Bls12, Scalar};
 use common::flags::Flags;
 use common::MimcChain;
 use ff::Field;
-use pinprove::groth16::{Proof, ProvingKey};
 use pinprove::{Config, PartitionTimings, Prover};
+use pinprove::{Proof, ProvingKey};
 
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features bellperson --example vs_bellperson -- [--lg-m 14] [--proofs 8]";

@@ -14,7 +14,7 @@ use common::flags::Flags;
 use common::report::{ms, print_batch};
 use common::shapes::{Chain, Shape};
 use pinprove::backend::cuda::CudaDevice;
-use pinprove::groth16::Check;
+use pinprove::Check;
 use pinprove::{Config, PartitionTimings, PoolConfig, Prover, ProvingKey, Scalar};
 use rand::Rng;
 
@@ -89,7 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if memory_limit > 0.0 {
         device = device.with_memory_limit((memory_limit * 1e9) as usize);
     }
-    let partition = pinprove::synth::partition_bytes(&key, witness_only)?;
+    let partition = pinprove::internal::partition_bytes(&key, witness_only)?;
     let config = Config {
         synthesis_threads: threads,
         max_gpu_queue_depth: depth,

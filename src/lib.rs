@@ -8,8 +8,12 @@
 //! - [`Prover`]: rayon workers synthesize circuits straight into those buffers; one proving
 //!   thread per device consumes them through a bounded channel whose capacity
 //!   ([`Config::max_gpu_queue_depth`] per device) is the dispatch throttle.
-//! - [`groth16`]: keys, setup, proof assembly and verification, interoperable bit for bit with
-//!   bellperson 0.27 (conversions behind the `bellperson` feature).
+//! - Keys and proofs ([`ProvingKey`], [`VerifyingKey`], [`Proof`]), setup
+//!   ([`generate_random_parameters`]) and verification ([`verify_proof`]), interoperable bit
+//!   for bit with bellperson 0.27 (conversions behind the `bellperson` feature); parameter
+//!   files in bellperson's layout ([`ProvingKey::read`]).
+//! - [`R1cs`]: a circuit's constraints recorded once, so that synthesis computes the witness
+//!   alone and the backend evaluates the constraints.
 //!
 //! The CPU backend ([`backend::CpuBackend`]) always builds; it is the reference for the CUDA
 //! backend (feature `cuda`).
@@ -23,15 +27,15 @@
 
 mod abc;
 pub mod backend;
-pub mod domain;
+mod domain;
 mod error;
 mod file;
-pub mod groth16;
-pub mod msm;
+mod groth16;
+mod msm;
 mod pipeline;
 mod pool;
 mod r1cs;
-pub mod synth;
+mod synth;
 mod timings;
 
 pub use abc::{Element, PinnedAbcBuffers, PinnedVec};
@@ -39,11 +43,32 @@ pub use bellpepper_core::{self, Circuit, ConstraintSystem, LinearCombination, Sy
 pub use blstrs::{self, Scalar};
 pub use error::{Error, Result};
 pub use ff::{self, Field, PrimeField};
-pub use groth16::{Proof, ProvingKey, VerifyingKey};
+pub use groth16::{
+    generate_parameters, generate_random_parameters, prepare_verifying_key, verify_proof, Check, PreparedVerifyingKey,
+    Proof, ProvingKey, Trapdoor, VerifyingKey, PROOF_BYTES,
+};
 pub use pipeline::{Config, PendingProof, Prover, MAX_QUEUE_DEPTH, MAX_THREADS};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
 pub use r1cs::R1cs;
 pub use timings::{MsmSteps, NttSteps, PartitionTimings};
+
+/// Internals that the crate's benches, examples and GPU tests time or check directly (the CPU
+/// NTT and MSM, synthesis into a pool, the CUDA backend's single-kernel hooks). Not part of the
+/// API: they may change in any release, as crossbeam's `internal` module may.
+#[doc(hidden)]
+pub mod internal {
+    pub use crate::domain::Domain;
+    pub use crate::msm::{msm, CpuMsm};
+    pub use crate::synth::{partition_bytes, synthesize, synthesize_witness};
+
+    /// The CUDA backend's bench hooks and the types they take.
+    #[cfg(feature = "cuda")]
+    pub mod cuda {
+        pub use crate::backend::cuda::hooks::{BasesLayout, G1Bases, G2Bases, MsmRun};
+        pub use crate::backend::cuda::msm::{shifted_window_bits, window_bits};
+        pub use crate::backend::cuda::ntt::Transform;
+    }
+}
 
 /// The README's code, compiled and run as doc tests.
 #[cfg(doctest)]

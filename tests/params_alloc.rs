@@ -6,7 +6,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Cursor;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pinprove::groth16::{generator, Check};
+use pinprove::{generate_random_parameters, Check};
 use pinprove::{Circuit, ConstraintSystem, Error, Field, ProvingKey, Scalar, SynthesisError};
 
 /// The system allocator, recording the largest single allocation.
@@ -43,7 +43,7 @@ impl Circuit<Scalar> for Square {
 }
 
 fn main() {
-    let key = generator::generate_random_parameters(Square, &mut rand::thread_rng()).unwrap();
+    let key = generate_random_parameters(Square, &mut rand::thread_rng()).unwrap();
     let mut bytes = Vec::new();
     key.write(&mut bytes).unwrap();
     // The h count follows the verifying key (864 bytes) and the IC query (count + points).

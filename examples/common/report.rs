@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use pinprove::groth16::{verify_proof, PreparedVerifyingKey};
+use pinprove::{verify_proof, PreparedVerifyingKey};
 use pinprove::{Circuit, Field, PartitionTimings, PoolStats, Proof, Prover, Scalar};
 
 use super::MimcChain;

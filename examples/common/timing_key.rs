@@ -11,7 +11,7 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use pinprove::groth16::{ProvingKey, VerifyingKey};
+use pinprove::{ProvingKey, VerifyingKey};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;

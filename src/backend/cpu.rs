@@ -11,7 +11,7 @@ use ff::Field;
 use super::Backend;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::groth16::prover::MsmSums;
+use crate::groth16::MsmSums;
 use crate::groth16::ProvingKey;
 use crate::msm::msm;
 use crate::synth::Witness;

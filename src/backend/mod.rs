@@ -6,12 +6,12 @@ mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 
+pub use crate::groth16::MsmSums;
+pub use crate::synth::{Evaluated, Witness};
 pub use cpu::CpuBackend;
 
 use crate::error::Result;
-use crate::groth16::prover::MsmSums;
 use crate::groth16::ProvingKey;
-use crate::synth::Witness;
 use crate::timings::PartitionTimings;
 
 /// The heavy stages of one partition, driven by one proving thread that owns the backend

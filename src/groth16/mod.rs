@@ -6,12 +6,15 @@
 
 #[cfg(feature = "bellperson")]
 mod bellperson;
-pub mod generator;
+mod generator;
 mod key;
 mod params;
-pub mod prover;
-pub mod verifier;
+mod prover;
+mod verifier;
 
+pub use generator::{generate_parameters, generate_random_parameters, Trapdoor};
 pub use key::{Proof, ProvingKey, VerifyingKey, PROOF_BYTES};
 pub use params::Check;
+pub(crate) use prover::assemble;
+pub use prover::MsmSums;
 pub use verifier::{prepare_verifying_key, verify_proof, PreparedVerifyingKey};

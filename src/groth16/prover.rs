@@ -26,7 +26,7 @@ pub struct MsmSums {
 }
 
 /// The proof from the MSM sums and the blinding factors r, s.
-pub fn assemble(vk: &VerifyingKey, sums: &MsmSums, r: Scalar, s: Scalar) -> Proof {
+pub(crate) fn assemble(vk: &VerifyingKey, sums: &MsmSums, r: Scalar, s: Scalar) -> Proof {
     let a = vk.alpha_g1 + vk.delta_g1 * r + sums.a;
     let b = vk.beta_g2 + vk.delta_g2 * s + sums.b_g2;
     let c = sums.a * s + sums.b_g1 * r + vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + sums.h + sums.l;

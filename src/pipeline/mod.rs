@@ -75,7 +75,8 @@ use crate::timings::PartitionTimings;
 ///
 /// # Examples
 /// ```
-/// use pinprove::{groth16, Circuit, Config, ConstraintSystem, Field, Prover, Scalar, SynthesisError};
+/// use pinprove::{Circuit, Config, ConstraintSystem, Field, Prover, Scalar, SynthesisError};
+/// use pinprove::{generate_random_parameters, prepare_verifying_key, verify_proof};
 ///
 /// /// Knows x with x² = y, for public y.
 /// struct Square(Scalar);
@@ -88,14 +89,14 @@ use crate::timings::PartitionTimings;
 ///     }
 /// }
 ///
-/// let key = groth16::generator::generate_random_parameters(Square(Scalar::ZERO), &mut rand_core::OsRng)?;
-/// let pvk = groth16::prepare_verifying_key(&key.vk);
+/// let key = generate_random_parameters(Square(Scalar::ZERO), &mut rand_core::OsRng)?;
+/// let pvk = prepare_verifying_key(&key.vk);
 /// let prover = Prover::new(key, Config { synthesis_threads: 2, ..Config::default() })?;
 ///
 /// let xs = [Scalar::from(3), Scalar::from(4)];
 /// let proofs = prover.prove(xs.iter().map(|x| Square(*x)).collect())?;
 /// for (x, proof) in xs.iter().zip(proofs) {
-///     assert!(groth16::verify_proof(&pvk, &proof?, &[x.square()])?);
+///     assert!(verify_proof(&pvk, &proof?, &[x.square()])?);
 /// }
 /// let pool = prover.pool().stats();
 /// assert_eq!(pool.checkouts, pool.checkins); // every buffer is back

@@ -16,10 +16,7 @@ use crossbeam_channel::{select, Receiver, Sender};
 use super::jobs::{Partition, Reply, Shared};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::groth16::{
-    prover::{assemble, MsmSums},
-    verify_proof, PreparedVerifyingKey, ProvingKey,
-};
+use crate::groth16::{assemble, verify_proof, MsmSums, PreparedVerifyingKey, ProvingKey};
 use crate::timings::PartitionTimings;
 
 /// What every proving thread of a prover is given.

@@ -114,7 +114,8 @@ impl Matrix {
 ///
 /// # Examples
 /// ```
-/// use pinprove::{groth16, Circuit, Config, ConstraintSystem, Field, Prover, R1cs, Scalar, SynthesisError};
+/// use pinprove::{Circuit, Config, ConstraintSystem, Field, Prover, R1cs, Scalar, SynthesisError};
+/// use pinprove::{generate_random_parameters, prepare_verifying_key, verify_proof};
 ///
 /// /// Knows x with x² = y, for public y.
 /// struct Square(Scalar);
@@ -127,15 +128,15 @@ impl Matrix {
 ///     }
 /// }
 ///
-/// let key = groth16::generator::generate_random_parameters(Square(Scalar::ZERO), &mut rand_core::OsRng)?;
+/// let key = generate_random_parameters(Square(Scalar::ZERO), &mut rand_core::OsRng)?;
 /// // Once per circuit shape (or R1cs::read from a file that R1cs::write made):
 /// let r1cs = R1cs::record(Square(Scalar::ZERO))?;
 /// let key = key.with_r1cs(r1cs)?; // checked against the key
 /// let prover = Prover::new(key, Config { synthesis_threads: 2, ..Config::default() })?;
 /// // Synthesis now computes the witness only; the backend evaluates the constraints.
 /// let proof = prover.prove(vec![Square(Scalar::from(3))])?.remove(0)?;
-/// let pvk = groth16::prepare_verifying_key(&prover.key().vk);
-/// assert!(groth16::verify_proof(&pvk, &proof, &[Scalar::from(9)])?);
+/// let pvk = prepare_verifying_key(&prover.key().vk);
+/// assert!(verify_proof(&pvk, &proof, &[Scalar::from(9)])?);
 /// prover.shutdown();
 /// # Ok::<(), pinprove::Error>(())
 /// ```

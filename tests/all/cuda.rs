@@ -7,13 +7,13 @@ use bellperson::groth16 as bp;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use pinprove::backend::cuda::DeviceReport;
-use pinprove::backend::cuda::{window_bits, BasesLayout, CudaBackend, CudaDevice, KeyPlacement};
-use pinprove::backend::cuda::{G1Bases, G2Bases, Transform};
+use pinprove::backend::cuda::{CudaBackend, CudaDevice, KeyPlacement};
 use pinprove::backend::{Backend, CpuBackend};
-use pinprove::domain::Domain;
-use pinprove::groth16::{prepare_verifying_key, verify_proof};
-use pinprove::msm::{msm, CpuMsm};
-use pinprove::synth::synthesize;
+use pinprove::internal::cuda::{window_bits, BasesLayout, G1Bases, G2Bases, Transform};
+use pinprove::internal::synthesize;
+use pinprove::internal::Domain;
+use pinprove::internal::{msm, CpuMsm};
+use pinprove::{prepare_verifying_key, verify_proof};
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Proof, Prover};
 use rand::{Rng, SeedableRng};
 
@@ -489,7 +489,7 @@ fn window_bits_are_in_the_kernels_range() {
 fn gpu_recorded_constraints_give_the_cpus_h_and_msm_sums() {
     use crate::circuits::shapes::{Chain, Shape};
     use crate::circuits::timing_key::timing_key;
-    use pinprove::synth::synthesize_witness;
+    use pinprove::internal::synthesize_witness;
     use pinprove::R1cs;
     let device = CudaDevice::open(0).unwrap();
     let pinned = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());

@@ -28,15 +28,14 @@ impl Circuit<Scalar> for Cube {
 
 #[test]
 fn the_crate_root_is_enough_and_proofs_round_trip_through_bytes() {
-    let key: ProvingKey =
-        pinprove::groth16::generator::generate_random_parameters(Cube(Scalar::ONE), &mut rand::thread_rng()).unwrap();
+    let key: ProvingKey = pinprove::generate_random_parameters(Cube(Scalar::ONE), &mut rand::thread_rng()).unwrap();
     let vk: VerifyingKey = key.vk.clone();
     let prover = Prover::new(key, config(1, 1)).unwrap();
     let proof: Proof = prover.prove(vec![Cube(Scalar::from(5))]).unwrap().remove(0).unwrap();
     let bytes = proof.to_bytes();
     assert_eq!(Proof::from_bytes(&bytes).unwrap(), proof);
-    let pvk = pinprove::groth16::prepare_verifying_key(&vk);
-    assert!(pinprove::groth16::verify_proof(&pvk, &proof, &[Scalar::from(125)]).unwrap());
+    let pvk = pinprove::prepare_verifying_key(&vk);
+    assert!(pinprove::verify_proof(&pvk, &proof, &[Scalar::from(125)]).unwrap());
 
     // Every corruption of a point is an error naming it, never a panic.
     for (offset, what) in [(0, "A"), (48, "B"), (144, "C")] {

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use bellpepper_core::SynthesisError;
 use blstrs::Scalar;
 use ff::Field;
+use pinprove::backend::MsmSums;
+use pinprove::backend::Witness;
 use pinprove::backend::{Backend, CpuBackend};
-use pinprove::groth16::prover::MsmSums;
-use pinprove::groth16::{prepare_verifying_key, verify_proof, PreparedVerifyingKey, ProvingKey};
-use pinprove::synth::Witness;
+use pinprove::{prepare_verifying_key, verify_proof, PreparedVerifyingKey, ProvingKey};
 use pinprove::{Config, Error, HeapAllocator, HostAllocator, PartitionTimings, PinnedPool, PoolConfig, Prover};
 use rand::{Rng, SeedableRng};
 

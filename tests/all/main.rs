@@ -1,6 +1,7 @@
 //! The integration suite, one binary to keep link time down on small machines.
 //! Oracle: bellperson 0.27 (setup, `create_proof`, `verify_proof`, `EvaluationDomain`).
 
+mod api;
 #[path = "../../examples/common/mod.rs"]
 mod circuits;
 #[cfg(feature = "cuda")]

@@ -6,7 +6,7 @@ use std::io::Cursor;
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, G1Affine};
 use group::prime::PrimeCurveAffine;
-use pinprove::groth16::Check;
+use pinprove::Check;
 use pinprove::{Error, ProvingKey};
 use rand::{Rng, SeedableRng};
 

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use crossbeam_channel::Receiver;
 use ff::Field;
+use pinprove::backend::MsmSums;
+use pinprove::backend::Witness;
 use pinprove::backend::{Backend, CpuBackend};
-use pinprove::groth16::prover::MsmSums;
-use pinprove::groth16::{prepare_verifying_key, verify_proof, ProvingKey};
-use pinprove::synth::Witness;
+use pinprove::{prepare_verifying_key, verify_proof, ProvingKey};
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Prover};
 
 use crate::circuits::{Faulty, MimcChain};
@@ -252,7 +252,7 @@ impl bellpepper_core::Circuit<Scalar> for Square {
 #[test]
 fn proofs_that_do_not_verify_are_errors_unless_verification_is_off() {
     let honest = Square { x: Scalar::from(3), twice: false, lie: false };
-    let key = pinprove::groth16::generator::generate_random_parameters(honest, &mut rand::thread_rng()).unwrap();
+    let key = pinprove::generate_random_parameters(honest, &mut rand::thread_rng()).unwrap();
     let pvk = prepare_verifying_key(&key.vk);
     let twice = Square { twice: true, ..honest };
     let lie = Square { lie: true, ..honest };

@@ -6,8 +6,8 @@ use bellperson::groth16 as bp;
 use blstrs::{Bls12, Scalar};
 use ec_gpu_gen::threadpool::Worker;
 use ff::Field;
-use pinprove::domain::Domain;
-use pinprove::groth16::{generator, prepare_verifying_key, verify_proof, Proof, ProvingKey, VerifyingKey};
+use pinprove::internal::Domain;
+use pinprove::{generate_random_parameters, prepare_verifying_key, verify_proof, Proof, ProvingKey, VerifyingKey};
 use pinprove::{Config, Prover};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -72,7 +72,7 @@ fn bellperson_bytes(p: &bp::Proof<Bls12>) -> Vec<u8> {
 fn our_setup_and_verifier_agree_with_bellperson() {
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     for (name, circuit) in variants() {
-        let key = generator::generate_random_parameters(circuit.clone(), &mut rng).unwrap();
+        let key = generate_random_parameters(circuit.clone(), &mut rng).unwrap();
         let params = bp::Parameters::<Bls12>::from(&key);
         assert_eq!(ProvingKey::from(&params), key, "{name}: conversion round trip");
         let (pvk, bp_pvk) =

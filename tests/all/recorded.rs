@@ -10,8 +10,8 @@ use std::sync::Arc;
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
-use pinprove::groth16::{Proof, ProvingKey};
 use pinprove::{Circuit, Config, ConstraintSystem, Error, Prover, R1cs, SynthesisError};
+use pinprove::{Proof, ProvingKey};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -229,12 +229,12 @@ fn a_key_with_a_recording_proves_on_a_prover_made_from_its_file() {
     let mut file = Vec::new();
     R1cs::record(chain).unwrap().write(&mut file).unwrap();
     let key = crate::support::key(7).with_r1cs(R1cs::read(Cursor::new(file)).unwrap()).unwrap();
-    let pvk = pinprove::groth16::prepare_verifying_key(&key.vk);
+    let pvk = pinprove::prepare_verifying_key(&key.vk);
     let prover = Prover::new(key, Config { synthesis_threads: 2, ..Config::default() }).unwrap();
     let circuits: Vec<_> = (1..4).map(|x0| crate::support::chain(7, x0)).collect();
     let proofs = prover.prove(circuits.clone()).unwrap();
     for (c, proof) in circuits.iter().zip(proofs) {
-        assert!(pinprove::groth16::verify_proof(&pvk, &proof.unwrap(), &c.public_inputs()).unwrap());
+        assert!(pinprove::verify_proof(&pvk, &proof.unwrap(), &c.public_inputs()).unwrap());
     }
     let t = pinprove::PartitionTimings::total(&prover.take_timings());
     assert!(!t.constraints.is_zero(), "the backend evaluated the constraints");

@@ -1,13 +1,13 @@
 //! Helpers every test module of the suite uses.
 
-use pinprove::groth16::{generator, ProvingKey};
+use pinprove::{generate_random_parameters, ProvingKey};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use pinprove::backend::Backend;
-use pinprove::groth16::prover::MsmSums;
-use pinprove::synth::Witness;
+use pinprove::backend::MsmSums;
+use pinprove::backend::Witness;
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolStats};
 
 use crate::circuits::MimcChain;
@@ -19,7 +19,7 @@ pub(crate) fn chain(lg_m: u32, x0: u64) -> MimcChain {
 
 /// A key (our setup) for `chain(lg_m, _)`.
 pub(crate) fn key(lg_m: u32) -> ProvingKey {
-    generator::generate_random_parameters(chain(lg_m, 0), &mut rand::thread_rng()).unwrap()
+    generate_random_parameters(chain(lg_m, 0), &mut rand::thread_rng()).unwrap()
 }
 
 /// Default settings with the given synthesis threads and queue depth.
@@ -29,7 +29,7 @@ pub(crate) fn config(threads: usize, depth: usize) -> Config {
 
 /// Bytes of the pool buffers one partition of `key` holds (a zero-length buffer takes 1 byte).
 pub(crate) fn partition_bytes(key: &ProvingKey) -> usize {
-    pinprove::synth::partition_bytes(key, false).unwrap()
+    pinprove::internal::partition_bytes(key, false).unwrap()
 }
 
 /// Polls until every buffer is back (circuits aborted mid-synthesis return theirs when they

@@ -9,8 +9,9 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use super::ffi::{download, from_cust, upload, DeviceVec, Group, G1, G2};
 use super::key::DeviceBases;
 use super::msm::shifted_window_bits;
+use super::ntt::Transform;
 use super::schedule::Msms;
-use super::{elapsed, CudaBackend, Transform, MAX_WINDOWS};
+use super::{elapsed, CudaBackend, MAX_WINDOWS};
 use crate::error::{Error, Result};
 
 /// G1 bases of an MSM on the device, plain or with shifted copies, for
@@ -54,6 +55,7 @@ impl CudaBackend {
     ///
     /// # Errors
     /// [`Error::Shape`] if `v.len()` is not a power of two; [`Error::Cuda`] on a device failure.
+    #[doc(hidden)]
     pub fn transform(&mut self, v: &mut [Scalar], transform: Transform) -> Result<Duration> {
         if !v.len().is_power_of_two() {
             let expected = v.len().next_power_of_two();
@@ -75,6 +77,7 @@ impl CudaBackend {
     ///
     /// # Errors
     /// [`Error::Cuda`] on a device failure.
+    #[doc(hidden)]
     pub fn time_h2d(&mut self, src: &[Scalar]) -> Result<Duration> {
         self.domain(src.len().next_power_of_two())?;
         let Self { stream, staging, marks: events, domain, .. } = self;
@@ -92,6 +95,7 @@ impl CudaBackend {
     ///
     /// # Errors
     /// [`Error::Shape`] if no partition of `dst.len() + 1` was proved; [`Error::Cuda`].
+    #[doc(hidden)]
     pub fn download_h(&mut self, dst: &mut [Scalar]) -> Result<()> {
         let Self { stream, staging, domain, .. } = self;
         let d = domain.as_ref().filter(|d| d.size() == dst.len() + 1);
@@ -104,6 +108,7 @@ impl CudaBackend {
     /// # Errors
     /// [`Error::Shape`] if a shifted window is not in 2..=24; [`Error::DeviceOutOfMemory`],
     /// [`Error::Cuda`].
+    #[doc(hidden)]
     pub fn upload_g1_bases(&mut self, bases: &[G1Affine], layout: BasesLayout) -> Result<G1Bases> {
         self.upload_bases::<G1>(bases, layout).map(G1Bases)
     }
@@ -112,6 +117,7 @@ impl CudaBackend {
     ///
     /// # Errors
     /// As [`upload_g1_bases`](Self::upload_g1_bases).
+    #[doc(hidden)]
     pub fn upload_g2_bases(&mut self, bases: &[G2Affine], layout: BasesLayout) -> Result<G2Bases> {
         self.upload_bases::<G2>(bases, layout).map(G2Bases)
     }
@@ -129,13 +135,14 @@ impl CudaBackend {
     }
 
     /// Σ scalarsᵢ·basesᵢ in G1 on the device, with `window` bits per window (`None`: the
-    /// pipeline's choice, [`window_bits`](super::window_bits), or the bits shifted bases were made for), and its
+    /// pipeline's choice, [`window_bits`](super::msm::window_bits), or the bits shifted bases were made for), and its
     /// device times.
     ///
     /// # Errors
     /// [`Error::Shape`] if there are more scalars than bases, or `window` is not in 2..=21
     /// (plain bases) or not the bits of shifted ones; [`Error::DeviceOutOfMemory`],
     /// [`Error::Cuda`].
+    #[doc(hidden)]
     pub fn msm_g1(
         &mut self,
         bases: &G1Bases,
@@ -149,6 +156,7 @@ impl CudaBackend {
     ///
     /// # Errors
     /// As [`msm_g1`](Self::msm_g1).
+    #[doc(hidden)]
     pub fn msm_g2(
         &mut self,
         bases: &G2Bases,

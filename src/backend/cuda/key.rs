@@ -25,7 +25,7 @@ pub enum KeyPlacement {
     /// Every base on the device with its shifted copies, 2^(offset of window w)·P for each
     /// window w of the MSM's plan (`cuda/msm/shift.cuh`), made on the device once: the
     /// windows then share one set of buckets, so the MSMs take wider windows and fewer of
-    /// them ([`shifted_window_bits`](super::shifted_window_bits): 12 copies at 2^24 points).
+    /// them ([`shifted_window_bits`](super::msm::shifted_window_bits): 12 copies at 2^24 points).
     Shifted,
     /// Every base on the device, uploaded once and read by every partition.
     #[default]
@@ -75,7 +75,7 @@ impl<T: HostElem> DeviceBases<T> {
     pub(crate) fn plan_for(&self, n: usize) -> (u32, Option<usize>) {
         match self.shifted {
             Some(c) => (c, Some(self.n)),
-            None => (super::window_bits(n), None),
+            None => (super::msm::window_bits(n), None),
         }
     }
 }

@@ -38,10 +38,10 @@ mod ffi;
 pub(crate) mod geometry {
     include!(concat!(env!("OUT_DIR"), "/geometry.rs"));
 }
-mod hooks;
+pub(crate) mod hooks;
 mod key;
-mod msm;
-mod ntt;
+pub(crate) mod msm;
+pub(crate) mod ntt;
 mod placement;
 mod plan;
 mod r1cs;
@@ -49,10 +49,7 @@ mod schedule;
 
 pub use device::{CudaDevice, DeviceReport};
 pub use ffi::PinnedAllocator;
-pub use hooks::{BasesLayout, G1Bases, G2Bases, MsmRun};
 pub use key::KeyPlacement;
-pub use msm::{shifted_window_bits, window_bits};
-pub use ntt::Transform;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,7 +71,7 @@ use self::r1cs::DeviceR1cs;
 use self::schedule::Msms;
 use super::Backend;
 use crate::error::{Error, Result};
-use crate::groth16::prover::MsmSums;
+use crate::groth16::MsmSums;
 use crate::groth16::ProvingKey;
 use crate::synth::{Evaluated, Witness};
 use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
