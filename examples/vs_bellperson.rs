@@ -48,9 +48,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = proofs as u32;
     println!(
         "  pinprove per partition: synthesis {:.1} ms, h stage {:.1} ms, msm {:.1} ms",
-        total.synthesis.as_secs_f64() * 1e3 / n as f64,
-        total.ntt.as_secs_f64() * 1e3 / n as f64,
-        total.msm.as_secs_f64() * 1e3 / n as f64
+        total.sums.synthesis.as_secs_f64() * 1e3 / n as f64,
+        total.sums.ntt.as_secs_f64() * 1e3 / n as f64,
+        total.sums.msm.as_secs_f64() * 1e3 / n as f64
     );
     if !identical {
         return Err("proofs differ from bellperson's".into());

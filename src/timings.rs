@@ -1,8 +1,9 @@
 //! Per-partition timings, the pipeline's measure of where time goes, and their export as a
 //! Chrome trace (loadable in Perfetto or chrome://tracing) to see a batch as a timeline.
 //!
-//! The synthesis workers fill the first fields, the proving thread the wait and busy times
-//! (after the source system's barrier_wait_ms and mutex_held_ms), and the backend its stages.
+//! The synthesis workers fill the first fields, the proving thread the waits and its busy
+//! time, and the backend its stages: on the CPU backend wall times of its kernels, on the
+//! CUDA backend device times from CUDA events.
 
 use std::time::Duration;
 
@@ -26,25 +27,30 @@ pub struct PartitionTimings {
     /// From the end of synthesis to the proving thread taking the partition; includes the time
     /// the worker was blocked by the dispatch throttle (a full channel).
     pub queue_wait: Duration,
-    /// How long the proving thread sat idle waiting for this partition (the source system's
-    /// barrier_wait): time the device had no work.
+    /// How long the proving thread sat idle waiting for this partition: time the device had
+    /// no work.
     pub input_wait: Duration,
-    /// Waiting for the device's lock (the source system's mutex_wait): nonzero only when
-    /// several proving threads share one device.
+    /// Waiting for the device's lock: nonzero only when several proving threads share one
+    /// device (zero on the CPU backend, which has no lock).
     pub gpu_lock_wait: Duration,
-    /// Holding the device's lock (mutex_held): copies and kernels of this partition.
+    /// Holding the device's lock, host wall time: enqueueing this partition's copies and
+    /// kernels and waiting for them (zero on the CPU backend).
     pub gpu_lock_held: Duration,
-    /// Host-to-device copies of a/b/c and the MSMs' scalars, from the first's start to the last's
-    /// end (device events): on a device the scalars' copies overlap the h stage.
+    /// Host-to-device copies (device events, CUDA backend; zero on the CPU backend): a/b/c and
+    /// the MSMs' scalars from the first's start to the last's end, the scalars' copies
+    /// overlapping the h stage; for a witness-only partition, the input and the aux.
     pub h2d: Duration,
     /// Evaluating the recorded constraints (a = A·z, b = B·z, c = C·z) and gathering the A
-    /// and B scalars, on the backend; zero when synthesis evaluated them (no recording).
+    /// and B scalars: device time on the CUDA backend, wall time on the CPU backend; zero
+    /// when synthesis evaluated them.
     pub constraints: Duration,
-    /// The h stage: NTTs and the pointwise (a·b − c)/Z; on a device, the sum of `ntt_steps`.
+    /// The h stage: NTTs and the pointwise (a·b − c)/Z; the CPU backend's wall time, or the
+    /// device's, the sum of `ntt_steps`.
     pub ntt: Duration,
     /// The h stage step by step (device events; zero on the CPU backend).
     pub ntt_steps: NttSteps,
-    /// The multi-scalar multiplications.
+    /// The five multi-scalar multiplications: the CPU backend's wall time (they run at once),
+    /// or the device's, the sum of `msm_steps`.
     pub msm: Duration,
     /// Each MSM on a device (device events; zero on the CPU backend, which runs them at once).
     pub msm_steps: MsmSteps,
@@ -154,17 +160,11 @@ impl PartitionTimings {
         busy
     }
 
-    /// Sums of each duration over `timings`, with `job` set to the number of partitions,
-    /// `device` and `synthesis_worker` to the highest index, and the instants to the batch's
-    /// span: the earliest of each start (`synthesis_start`, `proving_start`, `device_start`)
-    /// and the latest `device_end`.
-    pub fn total<'a>(timings: impl IntoIterator<Item = &'a PartitionTimings>) -> PartitionTimings {
+    /// The batch of `timings` added up: each duration summed, and the batch's span.
+    pub fn total<'a>(timings: impl IntoIterator<Item = &'a PartitionTimings>) -> BatchTimings {
         let timings: Vec<&PartitionTimings> = timings.into_iter().collect();
         let earliest = |start: fn(&PartitionTimings) -> Duration| timings.iter().map(|t| start(t)).min();
-        let sums = timings.iter().fold(PartitionTimings::default(), |acc, t| PartitionTimings {
-            job: acc.job + 1,
-            device: acc.device.max(t.device),
-            synthesis_worker: acc.synthesis_worker.max(t.synthesis_worker),
+        let sums = timings.iter().fold(StageSums::default(), |acc, t| StageSums {
             synthesis: acc.synthesis + t.synthesis,
             queue_wait: acc.queue_wait + t.queue_wait,
             input_wait: acc.input_wait + t.input_wait,
@@ -176,20 +176,71 @@ impl PartitionTimings {
             ntt_steps: acc.ntt_steps + t.ntt_steps,
             msm: acc.msm + t.msm,
             msm_steps: acc.msm_steps + t.msm_steps,
-            device_end: acc.device_end.max(t.device_end),
             gpu_busy: acc.gpu_busy + t.gpu_busy,
             assemble: acc.assemble + t.assemble,
             verify: acc.verify + t.verify,
-            pinned: acc.pinned || t.pinned,
-            ..acc
         });
-        PartitionTimings {
+        BatchTimings {
+            partitions: timings.len(),
+            sums,
             synthesis_start: earliest(|t| t.synthesis_start).unwrap_or_default(),
             proving_start: earliest(|t| t.proving_start).unwrap_or_default(),
             device_start: earliest(|t| t.device_start).unwrap_or_default(),
-            ..sums
+            device_end: timings.iter().map(|t| t.device_end).max().unwrap_or_default(),
         }
     }
+}
+
+/// A batch's timings added up ([`PartitionTimings::total`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchTimings {
+    /// Partitions in the batch.
+    pub partitions: usize,
+    /// Each duration of [`PartitionTimings`] summed over the batch.
+    pub sums: StageSums,
+    /// The earliest synthesis start, measured from the prover's creation.
+    pub synthesis_start: Duration,
+    /// The earliest proving start, measured from the prover's creation.
+    pub proving_start: Duration,
+    /// The earliest device start and the latest device end (device events, measured from a
+    /// fixed point of the device; zero on the CPU backend).
+    pub device_start: Duration,
+    /// See [`device_start`](Self::device_start).
+    pub device_end: Duration,
+}
+
+/// The durations of [`PartitionTimings`], each summed over a batch (see the fields of the same
+/// names there for what each measures on each backend).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StageSums {
+    /// Synthesis.
+    pub synthesis: Duration,
+    /// Waiting in the channel.
+    pub queue_wait: Duration,
+    /// The proving thread idle, waiting for a partition.
+    pub input_wait: Duration,
+    /// Waiting for the device's lock.
+    pub gpu_lock_wait: Duration,
+    /// Holding the device's lock.
+    pub gpu_lock_held: Duration,
+    /// Host-to-device copies.
+    pub h2d: Duration,
+    /// The recorded constraints' products and gathers.
+    pub constraints: Duration,
+    /// The h stage.
+    pub ntt: Duration,
+    /// The h stage step by step.
+    pub ntt_steps: NttSteps,
+    /// The MSMs.
+    pub msm: Duration,
+    /// Each MSM.
+    pub msm_steps: MsmSteps,
+    /// The proving thread busy.
+    pub gpu_busy: Duration,
+    /// The proofs' assembly.
+    pub assemble: Duration,
+    /// The proofs' verification.
+    pub verify: Duration,
 }
 
 impl PartitionTimings {
@@ -270,9 +321,9 @@ mod tests {
         };
         let batch = [t(1, 30, 90), t(2, 20, 60), t(3, 40, 80)];
         let total = PartitionTimings::total(&batch);
-        assert_eq!((total.job, total.device, total.synthesis, total.msm_steps.h), (3, 3, ms(30), ms(6)));
+        assert_eq!((total.partitions, total.sums.synthesis, total.sums.msm_steps.h), (3, ms(30), ms(6)));
         assert_eq!((total.synthesis_start, total.proving_start), (ms(20), ms(30)));
         assert_eq!((total.device_start, total.device_end), (ms(31), ms(90)));
-        assert_eq!(PartitionTimings::total(&[]), PartitionTimings::default());
+        assert_eq!(PartitionTimings::total(&[]), BatchTimings::default());
     }
 }

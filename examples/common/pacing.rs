@@ -49,7 +49,7 @@ pub fn study(
             let results = prover.prove(circuits)?;
             let wall = start.elapsed().as_secs_f64();
             results.into_iter().collect::<pinprove::Result<Vec<_>>>()?;
-            let t = PartitionTimings::total(&prover.take_timings());
+            let t = PartitionTimings::total(&prover.take_timings()).sums;
             let h_stage = (t.h2d + t.ntt).as_secs_f64();
             let s = prover.pool().stats();
             let partition = prover.partition_bytes();

@@ -95,12 +95,12 @@ pub fn print_batch(proofs: usize, wall: Duration, timings: &[PartitionTimings], 
         if max.is_zero() {
             continue; // a stage this backend does not have
         }
-        let mean = stage(&total) / timings.len().max(1) as u32;
+        let mean = timings.iter().map(stage).sum::<Duration>() / timings.len().max(1) as u32;
         println!("    {name:<20} {:>10.2} {:>10.2}", ms(mean), ms(max));
     }
     println!(
         "  proving thread busy: {:.1} % of the batch's wall time",
-        100.0 * total.gpu_busy.as_secs_f64() / wall.as_secs_f64()
+        100.0 * total.sums.gpu_busy.as_secs_f64() / wall.as_secs_f64()
     );
     let device = PartitionTimings::device_busy(timings);
     if !device.is_zero() {

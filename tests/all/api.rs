@@ -96,9 +96,11 @@ fn the_public_api_is_the_listed_one() {
         "PinnedVec",
         "PoolConfig",
         "PoolStats",
+        "BatchTimings",
         "MsmSteps",
         "NttSteps",
         "PartitionTimings",
+        "StageSums",
         // Keys, proofs, setup, verification, recorded constraints, errors.
         "Check",
         "Error",

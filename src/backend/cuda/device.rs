@@ -47,7 +47,8 @@ pub struct DeviceReport {
 pub struct CudaDevice {
     id: u32,
     pub(super) ctx: Context,
-    /// Held by a backend while it uses the device (the source system's GPU mutex).
+    /// Held by a backend while it uses the device, so that proving threads sharing a device
+    /// take turns.
     pub(super) lock: Arc<Mutex<()>>,
     pub(super) report: Arc<Mutex<DeviceReport>>,
     /// Most device memory one backend may hold (`None`: what the device has).

@@ -37,7 +37,8 @@ impl Budget {
 }
 
 /// Fewest points per chunk of streamed bases: below this the chunks' sums would be mostly
-/// window tails.
+/// window tails (a chunk's buckets, 2^(c−1) a window, outnumber its points). Refit with
+/// `vs_peer --memory-limit GB`, which forces streaming.
 const MIN_CHUNK: usize = 1 << 12;
 
 impl CudaBackend {

@@ -14,11 +14,14 @@ pub(crate) const MAX_CHUNK: usize = 64;
 pub(crate) const LEVEL_THREADS: usize = 1 << 19;
 /// Items per bucket the window sums take from the last level.
 pub(crate) const FINAL_ITEMS: usize = 8;
-/// Entries from which a shifted plan bins them before placing them: 800 MB at 2^24, where one
-/// pass costs 2 ms more than two (G1: 91.6 against 89.7 ms), overflow the L2 cache; 220 MB at
-/// 2^22 nearly fit, and there binning cost 0.7 ms more.
+/// Entries from which a shifted plan bins them before placing them. The rule: bin once the
+/// entries (4 bytes each) overflow the L2 cache (50 MB on the H200) by an order of magnitude:
+/// at 2^24 points (800 MB) one pass cost 2 ms more than two, at 2^22 (220 MB) binning cost
+/// 0.7 ms more. Refit with `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted` on
+/// builds of both sides of the threshold.
 pub(crate) const BINNED_ENTRIES: usize = 1 << 27;
-/// Bucket segments a window-sum launch aims for: enough threads to fill the device.
+/// Bucket segments a window-sum launch aims for: enough threads to fill the device (132 SMs
+/// of up to 2048 threads, four times over for the tail). Refit with `gpu_report` as above.
 pub(crate) const SEGMENT_THREADS: usize = 1 << 16;
 /// Window bits the kernels take: c ≤ 24 for `window_bits`, and ⌈256/c⌉·2^(c−1) buckets
 /// within two levels of scan tiles (2^24) for c ≤ 21.
