@@ -11,6 +11,7 @@ mod faults;
 mod params;
 mod pipeline;
 mod pool;
+mod pool_props;
 mod prove;
 mod recorded;
 mod support;
