@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
 // The kernels the Rust side launches (src/backend/cuda/). The only translation unit of the
-// fatbin; every entry point is extern "C" and prefixed g16_. Field elements are passed as
-// fr_t (Montgomery form, 8 x u32 LE), bit-compatible with blstrs' Scalar; points as blst
-// lays them out (affine G1: 2 fp_t, affine G2: 2 fp2_t; Jacobian results: 3 of them).
+// fatbin; every entry point is extern "C" and prefixed g16_, and declared once on the Rust
+// side, with the same name and argument types, in a kernels! table (src/backend/cuda/ffi/).
+// Field elements are passed as fr_t (Montgomery form, 8 x u32 LE), bit-compatible with
+// blstrs' Scalar; points as blst lays them out (affine G1: 2 fp_t, affine G2: 2 fp2_t;
+// Jacobian results: 3 of them).
 #ifndef PINPROVE_API_CU
 #define PINPROVE_API_CU
 

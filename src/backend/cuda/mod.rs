@@ -158,9 +158,9 @@ impl CudaBackend {
         let epoch = event()?;
         epoch.record(&stream).map_err(from_cust)?;
         let mut backend = CudaBackend {
-            ntt: NttKernels::new(&fatbin)?,
+            ntt: NttKernels::new(&fatbin, "")?,
             msm: MsmKernels::new(&fatbin)?,
-            r1cs_kernels: R1csKernels::new(&fatbin)?,
+            r1cs_kernels: R1csKernels::new(&fatbin, "")?,
             staging: Staging::new()?,
             events: PartitionEvents::new()?,
             marks: [event()?, event()?, event()?, event()?],

@@ -1,8 +1,52 @@
 //! The only raw CUDA driver calls of the crate, each behind a safe function whose checks make
 //! it sound: pinned host memory, device memory, copies, and the launches of the `g16_*` kernels
-//! of `cuda/api.cu` (`ntt.rs` and `msm.rs` here hold their typed wrappers, each with the Rust
-//! signature of its C declaration).
+//! of `cuda/api.cu`. Each kernel is declared once on this side, in a [`kernels!`] table beside
+//! the safe functions that launch it (`ntt.rs`, `msm.rs`, `r1cs.rs`), with its C name and its
+//! C arguments' types; its launch geometry comes from `cuda/geometry.h`.
 #![allow(unsafe_code)]
+
+/// Declares kernels of `cuda/api.cu` once each, as their `extern "C"` declarations read: a
+/// table struct holding their handles, looked up by name (the C name, plus the table's suffix
+/// for the per-group kernels) when the table is made, and one typed launcher a kernel, named
+/// as the kernel and taking its arguments in its order and types. The launchers are the only
+/// way a kernel is started.
+macro_rules! kernels {
+    ($(#[$meta:meta])* $table:ident { $( $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )* }) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub(crate) struct $table {
+            $( $name: super::Function, )*
+        }
+
+        impl $table {
+            /// Looks each kernel up in `fatbin` by its name followed by `suffix`.
+            pub(crate) fn new(fatbin: &super::Fatbin, suffix: &str) -> crate::error::Result<Self> {
+                Ok($table { $( $name: fatbin.function(&format!("{}{suffix}", stringify!($name)))?, )* })
+            }
+
+            $(
+                $(#[$doc])*
+                ///
+                /// # Safety
+                /// Every device pointer covers what the kernel reads and writes for a grid of
+                /// `grid` blocks of `block` threads, in the context of `stream`, until the
+                /// stream has done the launch.
+                #[allow(clippy::too_many_arguments)]
+                pub(crate) unsafe fn $name(
+                    &self,
+                    grid: u32,
+                    block: u32,
+                    stream: &cust::stream::Stream,
+                    $($arg: $ty),*
+                ) -> crate::error::Result<()> {
+                    // SAFETY: the arguments are the kernel's own, in its order and of its types
+                    // (this declaration mirrors api.cu's); the caller's duties are launch's.
+                    unsafe { super::launch(self.$name, grid, block, stream, &[$(super::Arg::from($arg)),*]) }
+                }
+            )*
+        }
+    };
+}
 
 mod msm;
 mod ntt;
@@ -555,12 +599,31 @@ pub(crate) fn wait_for(stream: &Stream, mark: Event) -> Result<()> {
     stream.wait_event(mark, StreamWaitEventFlags::DEFAULT).map_err(from_cust)
 }
 
-/// A kernel argument, by value.
+/// A kernel argument, by value: one of the three C types the kernels take (`uint32_t`, a
+/// device pointer, an `fr_t` by value).
 #[derive(Debug, Clone, Copy)]
 enum Arg {
     U32(u32),
     Ptr(DevicePtr),
     Fr(FrLimbs),
+}
+
+impl From<u32> for Arg {
+    fn from(v: u32) -> Self {
+        Arg::U32(v)
+    }
+}
+
+impl From<DevicePtr> for Arg {
+    fn from(v: DevicePtr) -> Self {
+        Arg::Ptr(v)
+    }
+}
+
+impl From<FrLimbs> for Arg {
+    fn from(v: FrLimbs) -> Self {
+        Arg::Fr(v)
+    }
 }
 
 /// The kernels of `cuda/api.cu`, compiled into the embedded fatbin and loaded once per
@@ -639,6 +702,6 @@ fn blocks(n: usize, threads: u32) -> u32 {
 ///
 /// # Panics
 /// If it does not fit (the callers bound their sizes below 2³²).
-fn u32_arg(n: usize) -> Arg {
-    Arg::U32(u32::try_from(n).expect("kernel sizes fit in 32 bits"))
+fn u32_arg(n: usize) -> u32 {
+    u32::try_from(n).expect("kernel sizes fit in 32 bits")
 }

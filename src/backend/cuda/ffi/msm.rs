@@ -10,7 +10,7 @@ use std::cell::Cell;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cust::stream::Stream;
 
-use super::{blocks, launch, read, u32_arg, Arg, DeviceElem, DeviceVec, Fatbin, Function, HostElem};
+use super::{blocks, read, u32_arg, DeviceElem, DevicePtr, DeviceVec, Fatbin, HostElem};
 use super::{XyzzG1, XyzzG2};
 use crate::backend::cuda::geometry::{
     self, BIN_ITEMS, BIN_THREADS, MSM_THREADS as THREADS, SCAN_THREADS, SHIFT_THREADS,
@@ -83,28 +83,54 @@ impl Group for G2 {
     }
 }
 
-/// One group's kernels (a `MSM_KERNELS` line of api.cu).
-#[derive(Debug)]
-pub(crate) struct SumKernels {
-    sum_bases: Function,
-    sum_sums: Function,
-    bucket_segments: Function,
-    fold_segments: Function,
-    window_sums: Function,
-    shift: Function,
+kernels! {
+    /// One group's kernels (an `MSM_KERNELS` line of api.cu, `cuda/msm/accumulate.cuh` and
+    /// `shift.cuh`), looked up with the group's suffix, `_g1` or `_g2`.
+    SumKernels {
+        /// Level 1 of the bucket sums: thread t sums entries [t·L, t·L + L) of the sorted
+        /// buckets' points, one slot a bucket it meets.
+        fn g16_msm_sum_bases(
+            bases: DevicePtr, entries: DevicePtr, off: DevicePtr, keys: u32, items: u32, l: u32, out: DevicePtr,
+        );
+        /// Later levels: as level 1, over the previous level's slots.
+        fn g16_msm_sum_sums(input: DevicePtr, off: DevicePtr, keys: u32, items: u32, l: u32, out: DevicePtr);
+        /// Σ_d d·bucket_d of a segment of S buckets of each window.
+        fn g16_msm_bucket_segments(sums: DevicePtr, off: DevicePtr, c: u32, windows: u32, s: u32, segments: DevicePtr);
+        /// Adds segment 2q·stride + stride into 2q·stride, in each window.
+        fn g16_msm_fold_segments(segments: DevicePtr, per_window: u32, windows: u32, stride: u32);
+        /// Each window's sum, from its first segment.
+        fn g16_msm_window_sums(segments: DevicePtr, per_window: u32, windows: u32, out: DevicePtr);
+        /// Copy w of the bases from copy w − 1, `doublings` doublings each.
+        fn g16_msm_shift(input: DevicePtr, n: u32, doublings: u32, out: DevicePtr);
+    }
 }
 
-impl SumKernels {
-    fn new(fatbin: &Fatbin, group: &str) -> Result<Self> {
-        let f = |name: &str| fatbin.function(&format!("g16_msm_{name}_{group}"));
-        Ok(SumKernels {
-            sum_bases: f("sum_bases")?,
-            sum_sums: f("sum_sums")?,
-            bucket_segments: f("bucket_segments")?,
-            fold_segments: f("fold_segments")?,
-            window_sums: f("window_sums")?,
-            shift: f("shift")?,
-        })
+kernels! {
+    /// The plan's kernels, shared by G1 and G2 (`cuda/msm/buckets.cuh`, `scan.cuh`).
+    PlanKernels {
+        /// Each scalar's signed digits: counts of each bucket key, and the digit words.
+        fn g16_msm_count(
+            scalars: DevicePtr, n: u32, c: u32, windows: u32, window_keys: u32, counts: DevicePtr, digits: DevicePtr,
+        );
+        /// Each digit word's entry to the next free slot of its key, a window at a time.
+        fn g16_msm_scatter(digits: DevicePtr, n: u32, window_points: u32, cursor: DevicePtr, entries: DevicePtr);
+        /// Where each bin's slots start.
+        fn g16_msm_bin_starts(off: DevicePtr, shift: u32, bins: u32, bin_cursor: DevicePtr);
+        /// The binned scatter's first pass: (key, entry) pairs sorted by bin.
+        fn g16_msm_bin(
+            digits: DevicePtr, n: u32, windows: u32, window_points: u32, shift: u32, bins: u32, bin_cursor: DevicePtr,
+            binned: DevicePtr,
+        );
+        /// The binned scatter's second pass: each pair into its key's slots.
+        fn g16_msm_place(binned: DevicePtr, total: u32, regions: u32, region: u32, cursor: DevicePtr, entries: DevicePtr);
+        /// The largest of `len` counts.
+        fn g16_msm_max(v: DevicePtr, len: u32, max_out: DevicePtr);
+        /// The next reduction level's offsets.
+        fn g16_msm_next_offsets(off: DevicePtr, keys: u32, l: u32, next: DevicePtr);
+        /// Exclusive prefix sums a tile, and each tile's sum.
+        fn g16_scan_tiles(input: DevicePtr, len: u32, out: DevicePtr, tile_sums: DevicePtr);
+        /// Adds each tile's offset to its sums.
+        fn g16_scan_add(out: DevicePtr, len: u32, tile_offsets: DevicePtr);
     }
 }
 
@@ -122,15 +148,7 @@ struct Scattered {
 /// The MSM's kernels, looked up once.
 #[derive(Debug)]
 pub(crate) struct MsmKernels {
-    count: Function,
-    scatter: Function,
-    bin_starts: Function,
-    bin: Function,
-    place: Function,
-    max: Function,
-    next_offsets: Function,
-    scan_tiles: Function,
-    scan_add: Function,
+    k: PlanKernels,
     g1: SumKernels,
     g2: SumKernels,
 }
@@ -293,17 +311,9 @@ impl Plan {
 impl MsmKernels {
     pub(crate) fn new(fatbin: &Fatbin) -> Result<Self> {
         Ok(MsmKernels {
-            count: fatbin.function("g16_msm_count")?,
-            scatter: fatbin.function("g16_msm_scatter")?,
-            bin_starts: fatbin.function("g16_msm_bin_starts")?,
-            bin: fatbin.function("g16_msm_bin")?,
-            place: fatbin.function("g16_msm_place")?,
-            max: fatbin.function("g16_msm_max")?,
-            next_offsets: fatbin.function("g16_msm_next_offsets")?,
-            scan_tiles: fatbin.function("g16_scan_tiles")?,
-            scan_add: fatbin.function("g16_scan_add")?,
-            g1: SumKernels::new(fatbin, "g1")?,
-            g2: SumKernels::new(fatbin, "g2")?,
+            k: PlanKernels::new(fatbin, "")?,
+            g1: SumKernels::new(fatbin, "_g1")?,
+            g2: SumKernels::new(fatbin, "_g2")?,
         })
     }
 
@@ -345,26 +355,38 @@ impl MsmKernels {
         let offsets = &scratch.offsets;
         counts.zero(keys, stream)?;
         fullest.zero(1, stream)?;
-        let count = [
-            Arg::Ptr(scalars.ptr_at(range.start)),
-            u32_arg(n),
-            Arg::U32(c),
-            u32_arg(windows),
-            Arg::U32(window_keys),
-            Arg::Ptr(counts.ptr()),
-            Arg::Ptr(digits.ptr()),
-        ];
-        // SAFETY: (scalars, n, c, windows, window_keys, counts, digits) as declared. The kernel
-        // reads the n scalars of `range` (inside `scalars`, asserted); its keys
+        let scalars = scalars.ptr_at(range.start);
+        // SAFETY: the kernel reads the n scalars of `range` (inside `scalars`, asserted); its keys
         // w·window_keys + |d| − 1, with w < windows and |d| ≤ 2^(c−1), stay below `keys` (a
         // set a window, or one with window_keys = 0) ≤ counts.len() (reserved), and it writes
         // digits[w·n + i] for w < windows, i < n: below n·windows = need.entries ≤
         // digits.len() (reserved). windows = ⌈256/c⌉ keeps every window inside the scalar.
-        unsafe { launch(self.count, blocks(n, THREADS), THREADS, stream, &count)? };
-        let max = [Arg::Ptr(counts.ptr()), u32_arg(keys), Arg::Ptr(fullest.ptr())];
-        // SAFETY: (v, len, max_out): a grid-stride loop reads counts[..keys] and writes
-        // fullest[0].
-        unsafe { launch(self.max, blocks(keys, THREADS).min(1024), THREADS, stream, &max)? };
+        unsafe {
+            let (n, windows) = (u32_arg(n), u32_arg(windows));
+            self.k.g16_msm_count(
+                blocks(n as usize, THREADS),
+                THREADS,
+                stream,
+                scalars,
+                n,
+                c,
+                windows,
+                window_keys,
+                counts.ptr(),
+                digits.ptr(),
+            )?
+        };
+        // SAFETY: a grid-stride loop reads counts[..keys] and writes fullest[0].
+        unsafe {
+            self.k.g16_msm_max(
+                blocks(keys, THREADS).min(1024),
+                THREADS,
+                stream,
+                counts.ptr(),
+                u32_arg(keys),
+                fullest.ptr(),
+            )?
+        };
         self.scan(stream, counts, keys, &offsets[0], tile_sums, tile_offsets)?;
         let fullest = read(stream, fullest, 0)? as usize;
         let total = read(stream, &offsets[0], keys)? as usize;
@@ -379,11 +401,20 @@ impl MsmKernels {
         let chunk = chunk_for(total);
         let levels = levels_for(fullest, chunk);
         for level in 1..=levels as usize {
-            let args =
-                [Arg::Ptr(offsets[level - 1].ptr()), u32_arg(keys), u32_arg(chunk), Arg::Ptr(offsets[level].ptr())];
-            // SAFETY: (off, keys, L, next) as declared: thread k ≤ keys reads and writes element
-            // k of two offset arrays of room.keys + 1 ≥ keys + 1 (reserved; levels ≤ room.levels).
-            unsafe { launch(self.next_offsets, blocks(keys + 1, THREADS), THREADS, stream, &args)? };
+            let (off, next) = (offsets[level - 1].ptr(), offsets[level].ptr());
+            // SAFETY: thread k ≤ keys reads and writes element k of two offset arrays of
+            // room.keys + 1 ≥ keys + 1 (reserved; levels ≤ room.levels).
+            unsafe {
+                self.k.g16_msm_next_offsets(
+                    blocks(keys + 1, THREADS),
+                    THREADS,
+                    stream,
+                    off,
+                    u32_arg(keys),
+                    u32_arg(chunk),
+                    next,
+                )?
+            };
         }
         let plan = Plan { n, c, windows: windows as u32, shifted, entries: total, chunk, levels, serial };
         scratch.planned.set(Some(plan));
@@ -395,19 +426,16 @@ impl MsmKernels {
     fn scatter(&self, stream: &Stream, scratch: &MsmScratch, s: Scattered) -> Result<()> {
         let (digits, cursor, entries) =
             (reserved(&scratch.digits), reserved(&scratch.cursor), reserved(&scratch.entries));
-        let args = [
-            Arg::Ptr(digits.ptr()),
-            u32_arg(s.n),
-            u32_arg(s.window_points),
-            Arg::Ptr(cursor.ptr()),
-            Arg::Ptr(entries.ptr()),
-        ];
-        // SAFETY: (digits, n, window_points, cursor, entries) as declared. Block b reads
+        let grid = blocks(s.n, THREADS) * s.windows as u32;
+        // SAFETY: block b reads
         // digits[w·n + i] for w = b / ⌈n/THREADS⌉ < windows and i < n, the words count just
         // wrote, so bucket `key` receives exactly counts[key] entries at offsets[key] +
         // 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
         // `entries` (asserted in `plan`). Each is w·window_points + i < 2^31, below the sign.
-        unsafe { launch(self.scatter, blocks(s.n, THREADS) * s.windows as u32, THREADS, stream, &args) }
+        unsafe {
+            let (n, window_points) = (u32_arg(s.n), u32_arg(s.window_points));
+            self.k.g16_msm_scatter(grid, THREADS, stream, digits.ptr(), n, window_points, cursor.ptr(), entries.ptr())
+        }
     }
 
     /// The scatter of a shifted plan of BINNED_ENTRIES or more, in two passes, bin and place
@@ -421,44 +449,64 @@ impl MsmKernels {
         assert!(binned.len() >= 2 * total, "{total} binned entries for room of {}", binned.len() / 2);
         let (shift, bins) = bins_for(keys);
         assert!(bins <= bin_cursor.len(), "{bins} bins of the scatter");
-        let starts = [Arg::Ptr(offsets[0].ptr()), Arg::U32(shift), u32_arg(bins), Arg::Ptr(bin_cursor.ptr())];
-        // SAFETY: (off, shift, bins, bin_cursor) as declared: thread b < bins reads
+        // SAFETY: thread b < bins reads
         // off[b << shift], b << shift < keys < offsets[0].len(), and writes bin_cursor[b]
         // (asserted).
-        unsafe { launch(self.bin_starts, blocks(bins, THREADS), THREADS, stream, &starts)? };
-        let bin = [
-            Arg::Ptr(digits.ptr()),
-            u32_arg(n),
-            u32_arg(windows),
-            u32_arg(window_points),
-            Arg::U32(shift),
-            u32_arg(bins),
-            Arg::Ptr(bin_cursor.ptr()),
-            Arg::Ptr(binned.ptr()),
-        ];
-        // SAFETY: (digits, n, windows, window_points, shift, bins, bin_cursor, binned) as
-        // declared. Block t reads digits[j] for j < windows·n, the words count just wrote
+        unsafe {
+            self.k.g16_msm_bin_starts(
+                blocks(bins, THREADS),
+                THREADS,
+                stream,
+                offsets[0].ptr(),
+                shift,
+                u32_arg(bins),
+                bin_cursor.ptr(),
+            )?
+        };
+        let grid = blocks(windows * n, BIN_TILE);
+        let (n, windows, window_points, bins) = (u32_arg(n), u32_arg(windows), u32_arg(window_points), u32_arg(bins));
+        // SAFETY: block t reads digits[j] for j < windows·n, the words count just wrote
         // (need.entries ≤ digits.len()); a key's bin, key >> shift, is below `bins` ≤ BINS
         // (its shared counts; asserted), and bin b receives exactly the counts of its keys,
         // from off[b << shift] on (bin_cursor), so every (key, entry) pair lands below the
         // total, inside `binned` (asserted). Each entry is w·window_points + i < 2^31
         // (asserted), below the sign.
-        unsafe { launch(self.bin, blocks(windows * n, BIN_TILE), BIN_THREADS, stream, &bin)? };
+        unsafe {
+            self.k.g16_msm_bin(
+                grid,
+                BIN_THREADS,
+                stream,
+                digits.ptr(),
+                n,
+                windows,
+                window_points,
+                shift,
+                bins,
+                bin_cursor.ptr(),
+                binned.ptr(),
+            )?
+        };
         let region = total.div_ceil(PLACE_REGIONS).next_multiple_of(32);
-        let place = [
-            Arg::Ptr(binned.ptr()),
-            u32_arg(total),
-            u32_arg(PLACE_REGIONS),
-            u32_arg(region),
-            Arg::Ptr(cursor.ptr()),
-            Arg::Ptr(entries.ptr()),
-        ];
-        // SAFETY: (binned, total, regions, region, cursor, entries) as declared: thread
+        let grid = blocks(PLACE_REGIONS * region, THREADS);
+        let (total, regions, region) = (u32_arg(total), u32_arg(PLACE_REGIONS), u32_arg(region));
+        // SAFETY: thread
         // (v, lane) reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod regions, when below
         // the total and inside run r, so every pair `bin` wrote is read once, and bucket `key`
         // receives exactly counts[key] entries at offsets[key] + 0..counts[key] (cursor starts
         // at offsets[key]): all below the total, which fits `entries` (asserted).
-        unsafe { launch(self.place, blocks(PLACE_REGIONS * region, THREADS), THREADS, stream, &place) }
+        unsafe {
+            self.k.g16_msm_place(
+                grid,
+                THREADS,
+                stream,
+                binned.ptr(),
+                total,
+                regions,
+                region,
+                cursor.ptr(),
+                entries.ptr(),
+            )
+        }
     }
 
     /// out[i] = Σ_{j<i} input[j] for i ≤ len (out[len] is the total).
@@ -477,24 +525,21 @@ impl MsmKernels {
         let tiles = len.div_ceil(SCAN_TILE);
         assert!(input.len() >= len && out.len() > len, "scan of {len} into {} from {}", out.len(), input.len());
         assert!(tiles <= SCAN_TILE && tile_sums.len() >= tiles && tile_offsets.len() > tiles, "scan of {len}");
-        let args = |input: &DeviceVec<u32>, len, out: &DeviceVec<u32>, sums| {
-            [Arg::Ptr(input.ptr()), u32_arg(len), Arg::Ptr(out.ptr()), Arg::Ptr(sums)]
-        };
+        let k = &self.k;
         if tiles <= 1 {
-            // SAFETY: (in, len, out, tile_sums = null): one block reads input[..len] and
-            // writes out[..=len], both in bounds (asserted).
-            return unsafe { launch(self.scan_tiles, 1, SCAN_THREADS, stream, &args(input, len, out, 0)) };
+            // SAFETY: one block reads input[..len] and writes out[..=len], both in bounds
+            // (asserted); no tile sums (null).
+            return unsafe { k.g16_scan_tiles(1, SCAN_THREADS, stream, input.ptr(), u32_arg(len), out.ptr(), 0) };
         }
         let grid = tiles as u32;
         // SAFETY: block b reads input and writes out in tile b (inside len), and writes
         // tile_sums[b], b < tiles (asserted).
-        unsafe { launch(self.scan_tiles, grid, SCAN_THREADS, stream, &args(input, len, out, tile_sums.ptr()))? };
+        unsafe { k.g16_scan_tiles(grid, SCAN_THREADS, stream, input.ptr(), u32_arg(len), out.ptr(), tile_sums.ptr())? };
         // SAFETY: one block scans tile_sums[..tiles] into tile_offsets[..=tiles] (asserted).
-        unsafe { launch(self.scan_tiles, 1, SCAN_THREADS, stream, &args(tile_sums, tiles, tile_offsets, 0))? };
-        let add = [Arg::Ptr(out.ptr()), u32_arg(len), Arg::Ptr(tile_offsets.ptr())];
-        // SAFETY: (out, len, tile_offsets): block b adds tile_offsets[b] to its tile of out
-        // and block 0 writes out[len] = tile_offsets[tiles], all in bounds (asserted).
-        unsafe { launch(self.scan_add, grid, SCAN_THREADS, stream, &add) }
+        unsafe { k.g16_scan_tiles(1, SCAN_THREADS, stream, tile_sums.ptr(), u32_arg(tiles), tile_offsets.ptr(), 0)? };
+        // SAFETY: block b adds tile_offsets[b] to its tile of out and block 0 writes
+        // out[len] = tile_offsets[tiles], all in bounds (asserted).
+        unsafe { k.g16_scan_add(grid, SCAN_THREADS, stream, out.ptr(), u32_arg(len), tile_offsets.ptr()) }
     }
 
     /// Σ over the planned buckets of `bases`: one Jacobian point per bucket set in `out`
@@ -519,32 +564,43 @@ impl MsmKernels {
         let buffers = G::buffers(scratch);
         let sums = [reserved(&buffers.sums[0]), reserved(&buffers.sums[1])];
         let (entries, offsets, keys) = (reserved(&scratch.entries), &scratch.offsets, plan.keys());
-        let keys_arg = u32_arg(keys);
-        let chunk = plan.chunk;
+        let (keys_arg, chunk) = (u32_arg(keys), plan.chunk);
         for level in 1..=plan.levels {
             let items = level_items(plan.entries, keys, chunk, level);
             let written = level_items(plan.entries, keys, chunk, level + 1);
             let out = sums[(level as usize + 1) % 2];
             assert!(out.len() >= written, "level {level}: {written} sums for room of {}", out.len());
             out.zero(written, stream)?; // the slots no run writes: the point at infinity
-            let off = Arg::Ptr(offsets[level as usize - 1].ptr());
-            let tail = [off, keys_arg, u32_arg(items), u32_arg(chunk), Arg::Ptr(out.ptr())];
+            let off = offsets[level as usize - 1].ptr();
             let grid = blocks(items.div_ceil(chunk), G::THREADS);
+            let (items, l) = (u32_arg(items), u32_arg(chunk));
             if level == 1 {
-                let args =
-                    [Arg::Ptr(bases.ptr()), Arg::Ptr(entries.ptr()), tail[0], tail[1], tail[2], tail[3], tail[4]];
-                // SAFETY: (bases, entries, off, keys, items, L, out) as declared. Thread t <
+                // SAFETY: thread t <
                 // ⌈items/L⌉ sums items [t·L, t·L + L) ∩ [0, items): entries, each a point
                 // index below `indexed` ≤ bases.len() (asserted); it writes slot t + k for
                 // each bucket k those items meet, below ⌊items/L⌋ + keys = `written` ≤
                 // out.len() (asserted).
-                unsafe { launch(k.sum_bases, grid, G::THREADS, stream, &args)? };
+                unsafe {
+                    k.g16_msm_sum_bases(
+                        grid,
+                        G::THREADS,
+                        stream,
+                        bases.ptr(),
+                        entries.ptr(),
+                        off,
+                        keys_arg,
+                        items,
+                        l,
+                        out.ptr(),
+                    )?
+                };
             } else {
                 let input = sums[level as usize % 2];
-                let args = [Arg::Ptr(input.ptr()), tail[0], tail[1], tail[2], tail[3], tail[4]];
-                // SAFETY: (in, off, keys, items, L, out) as declared: as above, reading the
-                // previous level's `items` slots, which it wrote (or zeroed) into `input`.
-                unsafe { launch(k.sum_sums, grid, G::THREADS, stream, &args)? };
+                // SAFETY: as above, reading the previous level's `items` slots, which it wrote
+                // (or zeroed) into `input`.
+                unsafe {
+                    k.g16_msm_sum_sums(grid, G::THREADS, stream, input.ptr(), off, keys_arg, items, l, out.ptr())?
+                };
             }
         }
         let sums = sums[(plan.levels as usize + 1) % 2];
@@ -557,33 +613,58 @@ impl MsmKernels {
             windows * per_window,
             segments.len()
         );
-        let last = Arg::Ptr(offsets[plan.levels as usize].ptr());
-        let args = [
-            Arg::Ptr(sums.ptr()),
-            last,
-            Arg::U32(plan.c),
-            u32_arg(windows),
-            u32_arg(segment),
-            Arg::Ptr(segments.ptr()),
-        ];
-        // SAFETY: (sums, off, c, windows, S, segments) as declared: thread (w, s) reads the
+        let last = offsets[plan.levels as usize].ptr();
+        let grid = blocks(windows * per_window, G::THREADS);
+        let (windows_arg, per_window_arg) = (u32_arg(windows), u32_arg(per_window));
+        // SAFETY: thread (w, s) reads the
         // sums of nonempty buckets of window w at off[key] < off[keys], the last level's sum
         // count, and writes segments[w·per_window + s], inside the room asserted.
-        unsafe { launch(k.bucket_segments, blocks(windows * per_window, G::THREADS), G::THREADS, stream, &args)? };
+        unsafe {
+            k.g16_msm_bucket_segments(
+                grid,
+                G::THREADS,
+                stream,
+                sums.ptr(),
+                last,
+                plan.c,
+                windows_arg,
+                u32_arg(segment),
+                segments.ptr(),
+            )?
+        };
         let mut stride = 1;
         while stride < per_window {
             let pairs = per_window.div_ceil(2 * stride);
-            let args = [Arg::Ptr(segments.ptr()), u32_arg(per_window), u32_arg(windows), u32_arg(stride)];
-            // SAFETY: (segments, per_window, windows, stride): thread (w, q) adds segment
+            let grid = blocks(windows * pairs, G::THREADS);
+            // SAFETY: thread (w, q) adds segment
             // w·per_window + 2q·stride + stride (when below per_window) into 2q·stride, all
             // inside windows·per_window; no segment is both read and written in one launch.
-            unsafe { launch(k.fold_segments, blocks(windows * pairs, G::THREADS), G::THREADS, stream, &args)? };
+            unsafe {
+                k.g16_msm_fold_segments(
+                    grid,
+                    G::THREADS,
+                    stream,
+                    segments.ptr(),
+                    per_window_arg,
+                    windows_arg,
+                    u32_arg(stride),
+                )?
+            };
             stride *= 2;
         }
-        let args = [Arg::Ptr(segments.ptr()), u32_arg(per_window), u32_arg(windows), Arg::Ptr(out.ptr())];
-        // SAFETY: (segments, per_window, windows, out): thread w < windows reads segment
-        // w·per_window and writes out[w] (out holds `windows`, asserted).
-        unsafe { launch(k.window_sums, blocks(windows, G::THREADS), G::THREADS, stream, &args) }
+        // SAFETY: thread w < windows reads segment w·per_window and writes out[w] (out holds
+        // `windows`, asserted).
+        unsafe {
+            k.g16_msm_window_sums(
+                blocks(windows, G::THREADS),
+                G::THREADS,
+                stream,
+                segments.ptr(),
+                per_window_arg,
+                windows_arg,
+                out.ptr(),
+            )
+        }
     }
 
     /// Makes the shifted copies of the `n` bases at the start of `table` (shift.cuh): copy w,
@@ -605,18 +686,26 @@ impl MsmKernels {
         assert!(table.len() >= n * windows, "{} points for {windows} copies of {n}", table.len());
         for w in 1..windows {
             let doublings = window_width(c, windows as u32, w as u32 - 1);
-            let args =
-                [Arg::Ptr(table.ptr_at((w - 1) * n)), u32_arg(n), Arg::U32(doublings), Arg::Ptr(table.ptr_at(w * n))];
-            // SAFETY: (in, n, doublings, out) as declared: thread i < n reads point i of copy
+            let (input, out) = (table.ptr_at((w - 1) * n), table.ptr_at(w * n));
+            // SAFETY: thread i < n reads point i of copy
             // w − 1 and writes point i of copy w, both inside the table (asserted); threads
             // past n only take part in their block's inversion.
-            unsafe { launch(G::kernels(self).shift, blocks(n, SHIFT_THREADS), SHIFT_THREADS, stream, &args)? };
+            unsafe {
+                G::kernels(self).g16_msm_shift(
+                    blocks(n, SHIFT_THREADS),
+                    SHIFT_THREADS,
+                    stream,
+                    input,
+                    u32_arg(n),
+                    doublings,
+                    out,
+                )?
+            };
         }
         Ok(())
     }
 }
 
-#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ use blstrs::Scalar;
 use cust::stream::Stream;
 use ff::Field;
 
-use super::{blocks, launch, limbs, u32_arg, Arg, DeviceVec, Fatbin, Function};
+use super::{blocks, limbs, u32_arg, DevicePtr, DeviceVec, FrLimbs};
 use crate::backend::cuda::geometry::{LG_PASS, LG_PASS_K, LG_TW_LO, NTT_THREADS as THREADS};
 use crate::error::Result;
 
@@ -24,33 +24,34 @@ pub(crate) struct PowerTables {
     covers: usize,
 }
 
-/// The h stage's kernels, looked up once.
-#[derive(Debug)]
-pub(crate) struct NttKernels {
-    dif_pass: Function,
-    dif_last_pass: Function,
-    scale_by_powers: Function,
-    quotient: Function,
-    powers: Function,
+kernels! {
+    /// The h stage's kernels (`cuda/ntt/ntt.cuh`).
+    NttKernels {
+        /// One decimation-in-frequency pass, in place: sub-transforms of 2^s elements cut into
+        /// columns of 2^k, 2^lg_c columns a block.
+        fn g16_ntt_dif_pass(d_x: DevicePtr, lg_n: u32, s: u32, k: u32, lg_c: u32, tw: DevicePtr);
+        /// The last pass, out of place into natural order, scaled by the power tables when
+        /// they are given (null pointers: not scaled).
+        fn g16_ntt_dif_last_pass(
+            d_x: DevicePtr, d_out: DevicePtr, lg_n: u32, k: u32, lg_c: u32, tw: DevicePtr, pw_lo: DevicePtr,
+            pw_hi: DevicePtr,
+        );
+        /// xᵢ ← xᵢ·c·bⁱ from the power tables.
+        fn g16_scale_by_powers(d_x: DevicePtr, lg_n: u32, pw_lo: DevicePtr, pw_hi: DevicePtr);
+        /// aᵢ ← (aᵢ·bᵢ − cᵢ)·z_inv.
+        fn g16_quotient(d_a: DevicePtr, d_b: DevicePtr, d_c: DevicePtr, lg_n: u32, z_inv: FrLimbs);
+        /// outᵢ = c·baseⁱ for i < n.
+        fn g16_powers(out: DevicePtr, n: u32, base: FrLimbs, c: FrLimbs);
+    }
 }
 
 impl NttKernels {
-    pub(crate) fn new(fatbin: &Fatbin) -> Result<Self> {
-        Ok(NttKernels {
-            dif_pass: fatbin.function("g16_ntt_dif_pass")?,
-            dif_last_pass: fatbin.function("g16_ntt_dif_last_pass")?,
-            scale_by_powers: fatbin.function("g16_scale_by_powers")?,
-            quotient: fatbin.function("g16_quotient")?,
-            powers: fatbin.function("g16_powers")?,
-        })
-    }
-
     /// c·b⁰, c·b¹, …, c·bⁿ⁻¹ on the device (n >= 1), computed there, enqueued on `stream`.
     fn powers(&self, base: Scalar, c: Scalar, n: usize, stream: &Stream) -> Result<DeviceVec<Scalar>> {
         let out = DeviceVec::<Scalar>::new(n.max(1))?;
-        let args = [Arg::Ptr(out.ptr()), u32_arg(out.len()), Arg::Fr(limbs(base)), Arg::Fr(limbs(c))];
-        // SAFETY: (out, n, base, c) as declared; `out` holds n elements, one per thread.
-        unsafe { launch(self.powers, blocks(out.len(), THREADS), THREADS, stream, &args)? };
+        let grid = blocks(out.len(), THREADS);
+        // SAFETY: `out` holds n elements, one per thread.
+        unsafe { self.g16_powers(grid, THREADS, stream, out.ptr(), u32_arg(out.len()), limbs(base), limbs(c))? };
         Ok(out)
     }
 
@@ -91,26 +92,24 @@ impl NttKernels {
         assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
         assert!(spare.len() >= x.len(), "spare vector of {} < {}", spare.len(), x.len());
         assert!(scale.is_none_or(|pw| pw.covers >= x.len()), "power tables short of {}", x.len());
-        let (d_x, d_tw) = (Arg::Ptr(x.ptr()), Arg::Ptr(tw.0.ptr()));
-        // The SAFETY argument of the launches below: argument types match the declarations in
-        // api.cu; `x` and `spare` hold 2^lg_n elements and the table every twiddle below
+        let (d_x, d_tw) = (x.ptr(), tw.0.ptr());
+        // The SAFETY argument of the launches below: `x` and `spare` hold 2^lg_n elements and the table every twiddle below
         // 2^(lg_n-1) (asserted), which is all that the passes index.
         let plan = passes(lg_n, LG_PASS, LG_PASS_K);
         let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
         for &Pass { size, k, lg_c } in passes {
-            let args = [d_x, Arg::U32(lg_n), Arg::U32(size), Arg::U32(k), Arg::U32(lg_c), d_tw];
             // SAFETY: as above; the 2^(lg_n-k-lg_c) blocks of 2^lg_c columns of 2^k elements
             // cover the vector once, 2^(k+lg_c) <= 2^LG_PASS elements each (the shared array).
-            unsafe { launch(self.dif_pass, 1 << (lg_n - k - lg_c), THREADS, stream, &args)? };
+            unsafe { self.g16_ntt_dif_pass(1 << (lg_n - k - lg_c), THREADS, stream, d_x, lg_n, size, k, lg_c, d_tw)? };
         }
         let Pass { k, lg_c, .. } = *last;
-        let (lo, hi) = scale.map_or((Arg::Ptr(0), Arg::Ptr(0)), |pw| (Arg::Ptr(pw.lo.ptr()), Arg::Ptr(pw.hi.ptr())));
-        let args = [d_x, Arg::Ptr(spare.ptr()), Arg::U32(lg_n), Arg::U32(k), Arg::U32(lg_c), d_tw, lo, hi];
+        let (lo, hi) = scale.map_or((0, 0), |pw| (pw.lo.ptr(), pw.hi.ptr()));
+        let grid = 1 << (lg_n - k - lg_c);
         // SAFETY: as above; the 2^(lg_n-k-lg_c) blocks of 2^lg_c columns of 2^k elements read
         // `x` once and write every index of `spare` once (i = bitrev_k(j)·2^(lg_n−k) + r over
         // rows j and reversed columns r), 2^(k+lg_c) <= 2^LG_PASS elements each; the power
         // tables, when given, cover every index (asserted).
-        unsafe { launch(self.dif_last_pass, 1 << (lg_n - k - lg_c), THREADS, stream, &args)? };
+        unsafe { self.g16_ntt_dif_last_pass(grid, THREADS, stream, d_x, spare.ptr(), lg_n, k, lg_c, d_tw, lo, hi)? };
         std::mem::swap(x, spare);
         Ok(())
     }
@@ -122,10 +121,9 @@ impl NttKernels {
     pub(crate) fn scale_by_powers(&self, stream: &Stream, x: &DeviceVec<Scalar>, pw: &PowerTables) -> Result<()> {
         let lg_n = lg_len(x);
         assert!(pw.covers >= x.len(), "power tables cover {} < {}", pw.covers, x.len());
-        let args = [Arg::Ptr(x.ptr()), Arg::U32(lg_n), Arg::Ptr(pw.lo.ptr()), Arg::Ptr(pw.hi.ptr())];
-        // SAFETY: argument types match the declaration; `x` holds 2^lg_n elements and the
-        // tables cover every index (asserted).
-        unsafe { launch(self.scale_by_powers, blocks(x.len(), THREADS), THREADS, stream, &args) }
+        let grid = blocks(x.len(), THREADS);
+        // SAFETY: `x` holds 2^lg_n elements and the tables cover every index (asserted).
+        unsafe { self.g16_scale_by_powers(grid, THREADS, stream, x.ptr(), lg_n, pw.lo.ptr(), pw.hi.ptr()) }
     }
 
     /// In place, aᵢ ← (aᵢ·bᵢ − cᵢ)·z_inv.
@@ -135,9 +133,9 @@ impl NttKernels {
     pub(crate) fn quotient(&self, stream: &Stream, [a, b, c]: [&DeviceVec<Scalar>; 3], z_inv: Scalar) -> Result<()> {
         assert!(a.len() == b.len() && b.len() == c.len(), "a, b, c lengths differ");
         let lg_n = lg_len(a);
-        let args = [Arg::Ptr(a.ptr()), Arg::Ptr(b.ptr()), Arg::Ptr(c.ptr()), Arg::U32(lg_n), Arg::Fr(limbs(z_inv))];
-        // SAFETY: argument types match the declaration; all three hold 2^lg_n elements.
-        unsafe { launch(self.quotient, blocks(a.len(), THREADS), THREADS, stream, &args) }
+        let grid = blocks(a.len(), THREADS);
+        // SAFETY: all three hold 2^lg_n elements, one thread each.
+        unsafe { self.g16_quotient(grid, THREADS, stream, a.ptr(), b.ptr(), c.ptr(), lg_n, limbs(z_inv)) }
     }
 }
 

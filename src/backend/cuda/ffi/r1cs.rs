@@ -3,7 +3,7 @@
 use blstrs::Scalar;
 use cust::stream::Stream;
 
-use super::{blocks, launch, u32_arg, Arg, DeviceVec, Fatbin, Function};
+use super::{blocks, u32_arg, DevicePtr, DeviceVec};
 use crate::backend::cuda::geometry::{R1CS_THREADS as THREADS, SPMV_LANES};
 use crate::error::Result;
 
@@ -42,23 +42,25 @@ pub(crate) struct Z<'a> {
     pub(crate) len: usize,
 }
 
-/// The kernels, looked up once.
-#[derive(Debug)]
-pub(crate) struct R1csKernels {
-    spmv_narrow: Function,
-    spmv_wide: Function,
-    gather: Function,
+kernels! {
+    /// The recorded constraints' kernels (`cuda/r1cs/spmv.cuh`).
+    R1csKernels {
+        /// out[i] = ⟨row i, z⟩ for i < rows, 0 up to n; row starts of 32 bits.
+        fn g16_spmv_narrow(
+            starts: DevicePtr, vars: DevicePtr, coeffs: DevicePtr, table: DevicePtr, input: DevicePtr,
+            aux: DevicePtr, inputs: u32, rows: u32, n: u32, out: DevicePtr,
+        );
+        /// As `g16_spmv_narrow`, with row starts of 64 bits.
+        fn g16_spmv_wide(
+            starts: DevicePtr, vars: DevicePtr, coeffs: DevicePtr, table: DevicePtr, input: DevicePtr,
+            aux: DevicePtr, inputs: u32, rows: u32, n: u32, out: DevicePtr,
+        );
+        /// out[i] = z[vars[i]] for i < n.
+        fn g16_gather(vars: DevicePtr, n: u32, input: DevicePtr, aux: DevicePtr, inputs: u32, out: DevicePtr);
+    }
 }
 
 impl R1csKernels {
-    pub(crate) fn new(fatbin: &Fatbin) -> Result<Self> {
-        Ok(R1csKernels {
-            spmv_narrow: fatbin.function("g16_spmv_narrow")?,
-            spmv_wide: fatbin.function("g16_spmv_wide")?,
-            gather: fatbin.function("g16_gather")?,
-        })
-    }
-
     /// out[..rows] = matrix · z, out[rows..n] = 0, enqueued on `stream`.
     ///
     /// # Panics
@@ -76,28 +78,48 @@ impl R1csKernels {
         let rows = m.starts.rows();
         assert!(rows <= n && n <= out.len(), "{rows} rows into {n} of {} elements", out.len());
         assert!(z.input.len() >= z.inputs && z.aux.len() >= z.len - z.inputs, "z shorter than its counts");
-        let (f, starts) = match &m.starts {
-            DeviceStarts::Narrow(s) => (self.spmv_narrow, s.ptr()),
-            DeviceStarts::Wide(s) => (self.spmv_wide, s.ptr()),
-        };
-        let args = [
-            Arg::Ptr(starts),
-            Arg::Ptr(m.vars.ptr()),
-            Arg::Ptr(m.coeffs.ptr()),
-            Arg::Ptr(table.ptr()),
-            Arg::Ptr(z.input.ptr()),
-            Arg::Ptr(z.aux.ptr()),
-            u32_arg(z.inputs),
-            u32_arg(rows),
-            u32_arg(n),
-            Arg::Ptr(out.ptr()),
-        ];
-        // SAFETY: arguments as g16_spmv_{narrow,wide} declares them (starts of the matching
-        // width); the matrix was checked on read (src/r1cs/file.rs) or built by recording:
-        // its starts rise to its entries, every variable is below z's length, every
-        // coefficient index below the table's; `out` holds n >= rows elements (asserted), one
-        // for each row, SPMV_LANES threads a row (whole warps: THREADS is a multiple of 32).
-        unsafe { launch(f, blocks(n * SPMV_LANES as usize, THREADS), THREADS, stream, &args) }
+        let grid = blocks(n * SPMV_LANES as usize, THREADS);
+        let (vars, coeffs, table) = (m.vars.ptr(), m.coeffs.ptr(), table.ptr());
+        let (input, aux, inputs, rows, n, out) =
+            (z.input.ptr(), z.aux.ptr(), u32_arg(z.inputs), u32_arg(rows), u32_arg(n), out.ptr());
+        // SAFETY: the matrix was checked on read (src/r1cs/file.rs) or built by recording: its
+        // starts rise to its entries, every variable is below z's length, every coefficient
+        // index below the table's; `out` holds n >= rows elements (asserted), one for each row,
+        // SPMV_LANES threads a row.
+        unsafe {
+            match &m.starts {
+                DeviceStarts::Narrow(s) => self.g16_spmv_narrow(
+                    grid,
+                    THREADS,
+                    stream,
+                    s.ptr(),
+                    vars,
+                    coeffs,
+                    table,
+                    input,
+                    aux,
+                    inputs,
+                    rows,
+                    n,
+                    out,
+                ),
+                DeviceStarts::Wide(s) => self.g16_spmv_wide(
+                    grid,
+                    THREADS,
+                    stream,
+                    s.ptr(),
+                    vars,
+                    coeffs,
+                    table,
+                    input,
+                    aux,
+                    inputs,
+                    rows,
+                    n,
+                    out,
+                ),
+            }
+        }
     }
 
     /// out[i] = z[vars[i]] for i < vars' length, enqueued on `stream`.
@@ -113,16 +135,11 @@ impl R1csKernels {
         out: &DeviceVec<Scalar>,
     ) -> Result<()> {
         assert!(n <= vars.len() && n <= out.len(), "gather of {n} from {} into {}", vars.len(), out.len());
-        let args = [
-            Arg::Ptr(vars.ptr()),
-            u32_arg(n),
-            Arg::Ptr(z.input.ptr()),
-            Arg::Ptr(z.aux.ptr()),
-            u32_arg(z.inputs),
-            Arg::Ptr(out.ptr()),
-        ];
-        // SAFETY: arguments as g16_gather declares them; every index is below z's length
-        // (checked on read or built by recording); n elements of `vars` and `out` (asserted).
-        unsafe { launch(self.gather, blocks(n, THREADS), THREADS, stream, &args) }
+        let (input, aux, inputs) = (z.input.ptr(), z.aux.ptr(), u32_arg(z.inputs));
+        // SAFETY: every index is below z's length (checked on read or built by recording); n
+        // elements of `vars` and `out` (asserted), one thread each.
+        unsafe {
+            self.g16_gather(blocks(n, THREADS), THREADS, stream, vars.ptr(), u32_arg(n), input, aux, inputs, out.ptr())
+        }
     }
 }
