@@ -3,7 +3,7 @@
 //! chains into pool buffers (full and witness-only), and the whole pipeline on a small batch. CI runs each once
 //! (`-- --test`) to keep them alive.
 
-#[path = "../examples/common/mod.rs"]
+#[path = "../tests/fixtures/mod.rs"]
 mod common;
 
 use blstrs::Scalar;

@@ -2,7 +2,7 @@
 //! Oracle: bellperson 0.27 (setup, `create_proof`, `verify_proof`, `EvaluationDomain`).
 
 mod api;
-#[path = "../../examples/common/mod.rs"]
+#[path = "../fixtures/mod.rs"]
 mod circuits;
 #[cfg(feature = "cuda")]
 mod cuda;
