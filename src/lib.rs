@@ -50,7 +50,7 @@ pub use groth16::{
 pub use pipeline::{Config, PendingProof, Prover, MAX_QUEUE_DEPTH, MAX_THREADS};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
 pub use r1cs::R1cs;
-pub use timings::{BatchTimings, MsmSteps, NttSteps, PartitionTimings, StageSums};
+pub use timings::{BatchTimings, MsmSteps, NttSteps, PartitionTimings, Span, SpanKind, StageSums, Track};
 
 /// Internals that the crate's benches, examples and GPU tests time or check directly (the CPU
 /// NTT and MSM, synthesis into a pool, the CUDA backend's single-kernel hooks). Not part of the

@@ -243,59 +243,143 @@ pub struct StageSums {
     pub verify: Duration,
 }
 
+/// A row of a batch's timeline: a thread of the prover, or a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Track {
+    /// A thread of the synthesis pool.
+    Synthesis(usize),
+    /// The proving thread of a device.
+    Proving(usize),
+    /// A device's copies and kernels (CUDA backend).
+    Device(usize),
+    /// The compute pool's assembly and verification of the proofs.
+    Compute,
+}
+
+impl Track {
+    /// The track's name, e.g. `synthesis 3` or `device 0`.
+    pub fn name(&self) -> String {
+        match self {
+            Track::Synthesis(w) => format!("synthesis {w}"),
+            Track::Proving(d) => format!("proving thread {d}"),
+            Track::Device(d) => format!("device {d}"),
+            Track::Compute => "assembly, verification".to_owned(),
+        }
+    }
+}
+
+/// What a span of the timeline is, for pictures to colour by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpanKind {
+    /// A circuit's synthesis.
+    Synthesis,
+    /// A proving thread's work on a partition.
+    Proving,
+    /// Host-to-device copies.
+    Copy,
+    /// The recorded constraints' products and gathers.
+    Constraints,
+    /// A step of the h stage.
+    Ntt,
+    /// An MSM in G1.
+    MsmG1,
+    /// The MSM in G2.
+    MsmG2,
+    /// A proof's assembly or verification.
+    Compute,
+}
+
+/// One interval of a batch's timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Its row.
+    pub track: Track,
+    /// What it is.
+    pub kind: SpanKind,
+    /// Its name, e.g. `MSM b G2`.
+    pub name: &'static str,
+    /// The job it belongs to.
+    pub job: u64,
+    /// When it starts, measured from the prover's creation.
+    pub start: Duration,
+    /// How long it lasts (never zero: empty stages are left out).
+    pub length: Duration,
+}
+
 impl PartitionTimings {
-    /// The timings as a Chrome trace (the JSON array format that Perfetto and
-    /// chrome://tracing load): one track per synthesis worker and per proving thread, one for
-    /// each device's stages (copies, NTT steps, each MSM; CUDA backend), and one for the
-    /// proofs' assembly and verification. Device stages are drawn from the moment their proving
-    /// thread took the partition, one after the other, with their device-measured lengths.
-    pub fn chrome_trace(timings: &[PartitionTimings]) -> String {
-        let mut events: Vec<String> = Vec::new();
-        let mut tracks = std::collections::BTreeMap::new();
-        let mut event = |tid: usize, track: String, name: String, start: Duration, length: Duration| {
-            tracks.entry(tid).or_insert(track);
-            if !length.is_zero() {
-                events.push(format!(
-                    r#"{{"name":"{name}","ph":"X","pid":1,"tid":{tid},"ts":{:.3},"dur":{:.3}}}"#,
-                    start.as_secs_f64() * 1e6,
-                    length.as_secs_f64() * 1e6
-                ));
-            }
-        };
+    /// The batch as spans on named tracks, the one timeline the Chrome trace and the
+    /// examples' picture both draw: each synthesis on its worker, each partition on its
+    /// proving thread, its device stages on the device (drawn from the moment its proving
+    /// thread took it, one after the other, with their device-measured lengths), and the
+    /// proofs' assembly and verification on the compute pool.
+    pub fn spans(timings: &[PartitionTimings]) -> Vec<Span> {
+        let mut spans = Vec::new();
         for t in timings {
-            let job = t.job;
-            let worker = t.synthesis_worker;
-            event(worker, format!("synthesis {worker}"), format!("synthesize {job}"), t.synthesis_start, t.synthesis);
-            let proving = 1000 + t.device;
-            event(proving, format!("proving thread {}", t.device), format!("prove {job}"), t.proving_start, t.gpu_busy);
-            let mut on_pool = t.proving_start + t.gpu_busy;
-            for (step, length) in [("assemble", t.assemble), ("verify", t.verify)] {
-                event(3000, "assembly, verification".into(), format!("{step} {job}"), on_pool, length);
-                on_pool += length;
-            }
-            let n = &t.ntt_steps;
-            let m = &t.msm_steps;
+            let mut push = |track, kind, name, start, length: Duration| {
+                if !length.is_zero() {
+                    spans.push(Span { track, kind, name, job: t.job, start, length });
+                }
+            };
+            push(
+                Track::Synthesis(t.synthesis_worker),
+                SpanKind::Synthesis,
+                "synthesize",
+                t.synthesis_start,
+                t.synthesis,
+            );
+            push(Track::Proving(t.device), SpanKind::Proving, "prove", t.proving_start, t.gpu_busy);
+            let on_pool = t.proving_start + t.gpu_busy;
+            push(Track::Compute, SpanKind::Compute, "assemble", on_pool, t.assemble);
+            push(Track::Compute, SpanKind::Compute, "verify", on_pool + t.assemble, t.verify);
+            let (n, m) = (&t.ntt_steps, &t.msm_steps);
             let stages = [
-                ("h2d", t.h2d),
-                ("constraints", t.constraints),
-                ("iNTT+shift", n.intt),
-                ("coset NTT", n.coset_ntt),
-                ("quotient", n.quotient),
-                ("coset iNTT", n.coset_intt),
-                ("MSM h", m.h),
-                ("MSM l", m.l),
-                ("MSM a", m.a),
-                ("MSM b G1", m.b_g1),
-                ("MSM b G2", m.b_g2),
+                (SpanKind::Copy, "h2d", t.h2d),
+                (SpanKind::Constraints, "constraints", t.constraints),
+                (SpanKind::Ntt, "iNTT+shift", n.intt),
+                (SpanKind::Ntt, "coset NTT", n.coset_ntt),
+                (SpanKind::Ntt, "quotient", n.quotient),
+                (SpanKind::Ntt, "coset iNTT", n.coset_intt),
+                (SpanKind::MsmG1, "MSM h", m.h),
+                (SpanKind::MsmG1, "MSM l", m.l),
+                (SpanKind::MsmG1, "MSM a", m.a),
+                (SpanKind::MsmG1, "MSM b G1", m.b_g1),
+                (SpanKind::MsmG2, "MSM b G2", m.b_g2),
             ];
+            let on_device = !t.device_end.is_zero();
             let mut at = t.proving_start + t.gpu_lock_wait;
-            for (stage, length) in stages {
-                event(2000 + t.device, format!("device {}", t.device), format!("{stage} {job}"), at, length);
+            for (kind, name, length) in stages.into_iter().filter(|_| on_device) {
+                push(Track::Device(t.device), kind, name, at, length);
                 at += length;
             }
         }
-        for (tid, name) in &tracks {
-            events.push(format!(r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{tid},"args":{{"name":"{name}"}}}}"#));
+        spans
+    }
+
+    /// The timings as a Chrome trace (the JSON array format that Perfetto and
+    /// chrome://tracing load) of their [spans](Self::spans): one thread a track.
+    pub fn chrome_trace(timings: &[PartitionTimings]) -> String {
+        let spans = Self::spans(timings);
+        let tracks: std::collections::BTreeSet<Track> = spans.iter().map(|s| s.track).collect();
+        let tid = |track: &Track| tracks.iter().position(|t| t == track).unwrap_or(0) + 1;
+        let mut events: Vec<String> = spans
+            .iter()
+            .map(|s| {
+                format!(
+                    r#"{{"name":"{} {}","ph":"X","pid":1,"tid":{},"ts":{:.3},"dur":{:.3}}}"#,
+                    s.name,
+                    s.job,
+                    tid(&s.track),
+                    s.start.as_secs_f64() * 1e6,
+                    s.length.as_secs_f64() * 1e6
+                )
+            })
+            .collect();
+        for track in &tracks {
+            events.push(format!(
+                r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{},"args":{{"name":"{}"}}}}"#,
+                tid(track),
+                track.name()
+            ));
         }
         format!("[\n{}\n]\n", events.join(",\n"))
     }
@@ -304,6 +388,46 @@ impl PartitionTimings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trace_and_the_picture_draw_one_timeline_of_named_tracks() {
+        let ms = Duration::from_millis;
+        let on_device = PartitionTimings {
+            job: 7,
+            device: 1,
+            synthesis_worker: 2,
+            synthesis: ms(5),
+            proving_start: ms(10),
+            gpu_busy: ms(4),
+            gpu_lock_wait: ms(1),
+            h2d: ms(1),
+            msm_steps: MsmSteps { b_g2: ms(2), ..MsmSteps::default() },
+            device_end: ms(14),
+            verify: ms(1),
+            ..PartitionTimings::default()
+        };
+        let on_cpu = PartitionTimings { device_end: Duration::ZERO, constraints: ms(3), ..on_device };
+        let spans = PartitionTimings::spans(&[on_device]);
+        let names: Vec<_> = spans.iter().map(|s| (s.track, s.name, s.start, s.length)).collect();
+        assert_eq!(
+            names,
+            [
+                (Track::Synthesis(2), "synthesize", ms(0), ms(5)),
+                (Track::Proving(1), "prove", ms(10), ms(4)),
+                (Track::Compute, "verify", ms(14), ms(1)),
+                (Track::Device(1), "h2d", ms(11), ms(1)),
+                (Track::Device(1), "MSM b G2", ms(12), ms(2)),
+            ]
+        );
+        // Without device events (the CPU backend) nothing is drawn on a device track.
+        assert!(PartitionTimings::spans(&[on_cpu]).iter().all(|s| !matches!(s.track, Track::Device(_))));
+        let trace = PartitionTimings::chrome_trace(&[on_device]);
+        assert!(
+            trace.contains(r#""name":"MSM b G2 7","ph":"X","pid":1,"tid":3,"ts":12000.000,"dur":2000.000"#),
+            "{trace}"
+        );
+        assert!(trace.contains(r#""tid":3,"args":{"name":"device 1"}"#), "{trace}");
+    }
 
     #[test]
     fn total_sums_durations_and_spans_instants() {

@@ -2,10 +2,10 @@
 //! synthesis worker, proving thread and device), and throughput and busy time against the
 //! dispatch throttle's depth.
 
+use std::collections::BTreeSet;
 use std::error::Error;
-use std::time::Duration;
 
-use pinprove::PartitionTimings;
+use pinprove::{PartitionTimings, SpanKind, Track};
 use plotters::prelude::*;
 
 /// One bar of the timeline: a row, an interval and a colour.
@@ -16,57 +16,37 @@ struct Bar {
     colour: RGBColor,
 }
 
-const SYNTHESIS: RGBColor = RGBColor(66, 133, 244);
-const PROVING: RGBColor = RGBColor(251, 188, 5);
-const COPY: RGBColor = RGBColor(128, 128, 128);
-const NTT: RGBColor = RGBColor(52, 168, 83);
-const MSM_G1: RGBColor = RGBColor(234, 67, 53);
-const MSM_G2: RGBColor = RGBColor(156, 39, 176);
-const VERIFY: RGBColor = RGBColor(0, 150, 136);
+/// The colour of a span's kind.
+fn colour(kind: SpanKind) -> RGBColor {
+    match kind {
+        SpanKind::Synthesis => RGBColor(66, 133, 244),
+        SpanKind::Proving => RGBColor(251, 188, 5),
+        SpanKind::Copy => RGBColor(128, 128, 128),
+        SpanKind::Constraints => RGBColor(0, 172, 193),
+        SpanKind::Ntt => RGBColor(52, 168, 83),
+        SpanKind::MsmG1 => RGBColor(234, 67, 53),
+        SpanKind::MsmG2 => RGBColor(156, 39, 176),
+        SpanKind::Compute => RGBColor(0, 150, 136),
+    }
+}
 
-/// Draws `timings` as a timeline into `path`: synthesis (blue) per worker; proving threads
-/// (yellow); each device's copies (grey), NTT steps (green), G1 MSMs (red) and G2 MSM
-/// (purple), placed from the moment their proving thread took the partition; the proofs'
-/// assembly and verification (teal) on the compute pool.
+/// Draws the spans of `timings` ([`PartitionTimings::spans`], the Chrome trace's too) as a
+/// timeline into `path`, a row a track: synthesis (blue), proving threads (yellow), each
+/// device's copies (grey), constraint products (cyan), NTT steps (green), G1 MSMs (red) and
+/// G2 MSM (purple), the proofs' assembly and verification (teal).
 pub fn timeline(path: &str, title: &str, timings: &[PartitionTimings]) -> Result<(), Box<dyn Error>> {
-    let workers = timings.iter().map(|t| t.synthesis_worker + 1).max().unwrap_or(1);
-    let devices = timings.iter().map(|t| t.device + 1).max().unwrap_or(1);
-    let on_device = timings.iter().any(|t| !t.h2d.is_zero());
-    let mut rows: Vec<String> = (0..workers).map(|w| format!("synthesis {w}")).collect();
-    rows.extend((0..devices).map(|d| format!("proving thread {d}")));
-    if on_device {
-        rows.extend((0..devices).map(|d| format!("device {d}")));
-    }
-    rows.push("assembly, verification".into());
-    let s = |d: Duration| d.as_secs_f64();
-    let mut bars = Vec::new();
-    for t in timings {
-        let bar = |row, start: Duration, length: Duration, colour| Bar {
-            row,
-            start: s(start),
-            end: s(start + length),
-            colour,
-        };
-        bars.push(bar(t.synthesis_worker, t.synthesis_start, t.synthesis, SYNTHESIS));
-        bars.push(bar(workers + t.device, t.proving_start, t.gpu_busy, PROVING));
-        bars.push(bar(rows.len() - 1, t.proving_start + t.gpu_busy, t.assemble + t.verify, VERIFY));
-        if on_device {
-            let row = workers + devices + t.device;
-            let n = &t.ntt_steps;
-            let m = &t.msm_steps;
-            let stages = [
-                (t.h2d, COPY),
-                (n.intt + n.coset_ntt + n.quotient + n.coset_intt, NTT),
-                (m.h + m.l + m.a + m.b_g1, MSM_G1),
-                (m.b_g2, MSM_G2),
-            ];
-            let mut at = t.proving_start + t.gpu_lock_wait;
-            for (length, colour) in stages {
-                bars.push(bar(row, at, length, colour));
-                at += length;
-            }
-        }
-    }
+    let spans = PartitionTimings::spans(timings);
+    let tracks: BTreeSet<Track> = spans.iter().map(|s| s.track).collect();
+    let rows: Vec<String> = tracks.iter().map(Track::name).collect();
+    let bars: Vec<Bar> = spans
+        .iter()
+        .map(|s| Bar {
+            row: tracks.iter().position(|t| *t == s.track).unwrap_or(0),
+            start: s.start.as_secs_f64(),
+            end: (s.start + s.length).as_secs_f64(),
+            colour: colour(s.kind),
+        })
+        .collect();
     let end = bars.iter().map(|b| b.end).fold(0.0, f64::max).max(1e-3);
     let root = SVGBackend::new(path, (1400, 120 + 28 * rows.len() as u32)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -124,7 +104,7 @@ pub fn pacing(path: &str, title: &str, rows: &[PacingRow]) -> Result<(), Box<dyn
         .set_secondary_coord(0.5..depths + 0.5, 0.0..105.0);
     chart.configure_mesh().x_desc("max_gpu_queue_depth").y_desc("proofs / s").draw()?;
     chart.configure_secondary_axes().y_desc("proving thread busy %").draw()?;
-    for (slow, colour) in [(false, MSM_G1), (true, SYNTHESIS)] {
+    for (slow, colour) in [(false, colour(SpanKind::MsmG1)), (true, colour(SpanKind::Synthesis))] {
         let points: Vec<(f64, f64, f64)> =
             rows.iter().filter(|r| r.slow == slow).map(|r| (r.depth as f64, r.proofs_per_s, r.busy)).collect();
         let name = if slow { "slow synthesis" } else { "fast synthesis" };

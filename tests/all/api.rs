@@ -100,7 +100,10 @@ fn the_public_api_is_the_listed_one() {
         "MsmSteps",
         "NttSteps",
         "PartitionTimings",
+        "Span",
+        "SpanKind",
         "StageSums",
+        "Track",
         // Keys, proofs, setup, verification, recorded constraints, errors.
         "Check",
         "Error",
