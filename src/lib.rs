@@ -25,6 +25,25 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+/// The namespace methods of a `ConstraintSystem` that keeps no names (each of the crate's:
+/// key generation, synthesis in full and witness-only, recording), and its root (itself).
+macro_rules! names_ignored {
+    () => {
+        fn push_namespace<NR, N>(&mut self, _: N)
+        where
+            NR: Into<String>,
+            N: FnOnce() -> NR,
+        {
+        }
+
+        fn pop_namespace(&mut self) {}
+
+        fn get_root(&mut self) -> &mut Self::Root {
+            self
+        }
+    };
+}
+
 mod abc;
 pub mod backend;
 mod domain;

@@ -159,18 +159,7 @@ impl ConstraintSystem<Scalar> for Recorder {
         self.constraints += 1;
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    names_ignored!();
 }
 
 impl R1cs {

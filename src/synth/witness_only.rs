@@ -154,18 +154,7 @@ impl ConstraintSystem<Scalar> for WitnessOnlyCs {
         self.constraints += 1; // the backend evaluates the recorded constraint
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    names_ignored!();
 
     fn is_extensible() -> bool {
         true
