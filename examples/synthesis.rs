@@ -42,15 +42,8 @@ fn key_of_lengths(r1cs: &R1cs) -> ProvingKey {
         delta_g2: G2Affine::generator(),
         ic: g1(r1cs.num_inputs()),
     };
-    ProvingKey {
-        vk,
-        h: g1(m - 1),
-        l: g1(r1cs.num_aux()),
-        a: g1(r1cs.a_query_len()),
-        b_g1: g1(r1cs.b_query_len()),
-        b_g2: vec![G2Affine::identity(); r1cs.b_query_len()],
-        r1cs: None,
-    }
+    let b_g2 = vec![G2Affine::identity(); r1cs.b_query_len()];
+    ProvingKey::new(vk, g1(m - 1), g1(r1cs.num_aux()), g1(r1cs.a_query_len()), g1(r1cs.b_query_len()), b_g2)
 }
 
 /// Mean wall time a partition when `threads` threads each run `rounds` of `synthesize_one`.

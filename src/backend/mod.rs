@@ -48,6 +48,14 @@ pub trait Backend {
         false
     }
 
+    /// Whether this backend keeps its own copy of the key's bases (on its device, or pinned
+    /// for streaming), so that the key's host copy may be released
+    /// ([`Config::release_host_bases`](crate::Config::release_host_bases)); false (the
+    /// default) for one that reads the key's.
+    fn holds_bases(&self) -> bool {
+        false
+    }
+
     /// The five MSMs of the partition (H, L, A, B in G1, B in G2).
     ///
     /// # Errors

@@ -51,15 +51,14 @@ impl From<VerifyingKey> for bp::VerifyingKey<Bls12> {
 
 impl From<&bp::Parameters<Bls12>> for ProvingKey {
     fn from(p: &bp::Parameters<Bls12>) -> Self {
-        ProvingKey {
-            vk: VerifyingKey::from(&p.vk),
-            h: p.h.to_vec(),
-            l: p.l.to_vec(),
-            a: p.a.to_vec(),
-            b_g1: p.b_g1.to_vec(),
-            b_g2: p.b_g2.to_vec(),
-            r1cs: None,
-        }
+        ProvingKey::new(
+            VerifyingKey::from(&p.vk),
+            p.h.to_vec(),
+            p.l.to_vec(),
+            p.a.to_vec(),
+            p.b_g1.to_vec(),
+            p.b_g2.to_vec(),
+        )
     }
 }
 
@@ -69,15 +68,7 @@ impl From<bp::Parameters<Bls12>> for ProvingKey {
         fn take<T: Clone>(v: Arc<Vec<T>>) -> Vec<T> {
             Arc::try_unwrap(v).unwrap_or_else(|shared| shared.to_vec())
         }
-        ProvingKey {
-            vk: VerifyingKey::from(p.vk),
-            h: take(p.h),
-            l: take(p.l),
-            a: take(p.a),
-            b_g1: take(p.b_g1),
-            b_g2: take(p.b_g2),
-            r1cs: None,
-        }
+        ProvingKey::new(VerifyingKey::from(p.vk), take(p.h), take(p.l), take(p.a), take(p.b_g1), take(p.b_g2))
     }
 }
 

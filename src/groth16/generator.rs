@@ -115,15 +115,7 @@ pub fn generate_parameters<C: Circuit<Scalar>>(circuit: C, t: &Trapdoor) -> Resu
         delta_g2: (g2 * t.delta).to_affine(),
         ic,
     };
-    Ok(ProvingKey {
-        vk,
-        h,
-        l,
-        a: fixed_base(t.g1, &at),
-        b_g1: fixed_base(t.g1, &bt),
-        b_g2: fixed_base(t.g2, &bt),
-        r1cs: None,
-    })
+    Ok(ProvingKey::new(vk, h, l, fixed_base(t.g1, &at), fixed_base(t.g1, &bt), fixed_base(t.g2, &bt)))
 }
 
 /// `base·sᵢ` for every scalar, affine, in parallel over one shared wNAF table.

@@ -35,6 +35,10 @@ pub struct VerifyingKey {
 /// Invariants (checked by [`ProvingKey::validate`]): `h.len() + 1` is the domain size m, a power
 /// of two; `l` has one point per aux variable; `a`, `b_g1`, `b_g2` hold only the variables with a
 /// nonzero A (resp. B) polynomial, inputs first, as bellperson's generator filters them.
+///
+/// A prover whose devices all keep their own copy of the bases may release the key's host
+/// copy ([`Config::release_host_bases`](crate::Config::release_host_bases)): its
+/// [`key`](crate::Prover::key) then has empty queries and keeps their lengths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProvingKey {
     /// The verifying key.
@@ -54,9 +58,32 @@ pub struct ProvingKey {
     /// parameter file; set by [`with_r1cs`](Self::with_r1cs), checked by
     /// [`validate`](Self::validate).
     pub r1cs: Option<Arc<R1cs>>,
+    /// The queries' lengths once their points are released (`None` while the key holds them).
+    released: Option<QueryLengths>,
+}
+
+/// The lengths of a key's queries: h, l, a and b (b_g1 and b_g2 alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct QueryLengths {
+    h: usize,
+    l: usize,
+    a: usize,
+    b: usize,
 }
 
 impl ProvingKey {
+    /// A key from its parts (no recorded constraints).
+    pub fn new(
+        vk: VerifyingKey,
+        h: Vec<G1Affine>,
+        l: Vec<G1Affine>,
+        a: Vec<G1Affine>,
+        b_g1: Vec<G1Affine>,
+        b_g2: Vec<G2Affine>,
+    ) -> Self {
+        ProvingKey { vk, h, l, a, b_g1, b_g2, r1cs: None, released: None }
+    }
+
     /// Public inputs, the constant one included.
     pub fn num_inputs(&self) -> usize {
         self.vk.ic.len()
@@ -64,12 +91,49 @@ impl ProvingKey {
 
     /// Auxiliary (private) variables.
     pub fn num_aux(&self) -> usize {
-        self.l.len()
+        self.lengths().l
     }
 
     /// Domain size m: constraints plus inputs, rounded up to a power of two.
     pub fn domain_size(&self) -> usize {
-        self.h.len() + 1
+        self.lengths().h + 1
+    }
+
+    /// Points of the A query: every input, then the aux variables A uses.
+    pub fn a_len(&self) -> usize {
+        self.lengths().a
+    }
+
+    /// Points of each B query: the variables B uses.
+    pub fn b_len(&self) -> usize {
+        self.lengths().b
+    }
+
+    /// Whether the queries' points were released (see the type's docs): only the lengths
+    /// are left, and only a backend that holds its own copy of the bases can prove with it.
+    pub fn bases_released(&self) -> bool {
+        self.released.is_some()
+    }
+
+    fn lengths(&self) -> QueryLengths {
+        self.released.unwrap_or(QueryLengths { h: self.h.len(), l: self.l.len(), a: self.a.len(), b: self.b_g1.len() })
+    }
+
+    /// This key without its queries' points: the verifying key, the recorded constraints and
+    /// the lengths.
+    pub(crate) fn without_bases(&self) -> ProvingKey {
+        let released = Some(self.lengths());
+        let vk = self.vk.clone();
+        ProvingKey {
+            vk,
+            h: vec![],
+            l: vec![],
+            a: vec![],
+            b_g1: vec![],
+            b_g2: vec![],
+            r1cs: self.r1cs.clone(),
+            released,
+        }
     }
 
     /// This key with `r1cs`, its circuit's recorded constraints.
@@ -92,23 +156,28 @@ impl ProvingKey {
     pub fn validate(&self) -> Result<()> {
         let vars = self.num_inputs() + self.num_aux();
         let fail = |reason| Err(Error::InvalidKey(reason));
+        if self.released.is_some()
+            && !(self.h.is_empty() && self.l.is_empty() && self.a.is_empty() && self.b_g2.is_empty())
+        {
+            return fail("a key whose bases were released holds points");
+        }
         if !self.domain_size().is_power_of_two() {
             return fail("h query length + 1 is not a power of two");
         }
         if self.num_inputs() == 0 {
             return fail("ic query is empty (it must hold at least the constant one)");
         }
-        if self.a.len() < self.num_inputs() {
+        if self.a_len() < self.num_inputs() {
             return fail("a query is shorter than the ic query: it must hold a point for every input");
         }
         // The aux variables are counted by the l query, so a short l shows up here first.
-        if self.a.len() > vars {
+        if self.a_len() > vars {
             return fail("l query is shorter than the aux variables the a query uses (or the a query is too long)");
         }
-        if self.b_g1.len() != self.b_g2.len() {
+        if self.released.is_none() && self.b_g1.len() != self.b_g2.len() {
             return fail("b_g1 and b_g2 queries differ in length");
         }
-        if self.b_g1.len() > vars {
+        if self.b_len() > vars {
             return fail("l query is shorter than the aux variables the b queries use (or the b queries are too long)");
         }
         if bool::from(self.vk.delta_g1.is_identity() | self.vk.delta_g2.is_identity()) {

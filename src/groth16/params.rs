@@ -137,15 +137,8 @@ impl ProvingKey {
             delta_g2: src.vk_point("vk.delta_g2")?,
             ic: src.query("vk.ic", Check::Full)?,
         };
-        let key = ProvingKey {
-            vk,
-            h: src.query("h", check)?,
-            l: src.query("l", check)?,
-            a: src.query("a", check)?,
-            b_g1: src.query("b_g1", check)?,
-            b_g2: src.query("b_g2", check)?,
-            r1cs: None,
-        };
+        let (h, l, a) = (src.query("h", check)?, src.query("l", check)?, src.query("a", check)?);
+        let key = ProvingKey::new(vk, h, l, a, src.query("b_g1", check)?, src.query("b_g2", check)?);
         key.validate()?;
         Ok(key)
     }

@@ -204,10 +204,15 @@ impl Prover {
         let shared = Arc::new(Shared::new(factories.len()));
         let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&key.vk)));
         let mut proving_threads = Vec::with_capacity(factories.len());
-        let (mut backend, mut all_evaluate) = ("", true);
+        let (mut backend, mut all_evaluate, mut all_hold_bases) = ("", true, true);
+        let mut keys_to_use = Vec::with_capacity(factories.len());
         for (i, factory) in factories.into_iter().enumerate() {
             let (started, start_result) = crossbeam_channel::bounded(1);
-            let ctx = ProvingContext {
+            // The key the proving thread goes on with, once every backend is made: the whole
+            // key, or the key without its bases.
+            let (key_to_use, use_key) = crossbeam_channel::bounded::<Arc<ProvingKey>>(1);
+            keys_to_use.push(key_to_use);
+            let mut ctx = ProvingContext {
                 key: Arc::clone(&key),
                 pvk: pvk.clone(),
                 compute: Arc::clone(&compute),
@@ -220,8 +225,13 @@ impl Prover {
                 .name(format!("pinprove-prover-{i}"))
                 .spawn(move || match factory(&ctx.key) {
                     Ok(backend) => {
-                        let _ = started.send(Ok((backend.name(), backend.evaluates_recorded_constraints())));
-                        proving_loop(backend, i, &ctx);
+                        let made = (backend.name(), backend.evaluates_recorded_constraints(), backend.holds_bases());
+                        let _ = started.send(Ok(made));
+                        // No key comes when the prover failed to start: the thread ends.
+                        if let Ok(key) = use_key.recv() {
+                            ctx.key = key;
+                            proving_loop(backend, i, &ctx);
+                        }
                     }
                     Err(e) => {
                         let _ = started.send(Err(e));
@@ -230,9 +240,21 @@ impl Prover {
                 .map_err(Error::Spawn)?;
             proving_threads.push(thread);
             // On an error, dropping `stop` below ends the threads already started.
-            let evaluates;
-            (backend, evaluates) = start_result.recv().unwrap_or(Err(Error::PipelineClosed))?;
+            let (evaluates, holds_bases);
+            (backend, evaluates, holds_bases) = start_result.recv().unwrap_or(Err(Error::PipelineClosed))?;
             all_evaluate &= evaluates;
+            all_hold_bases &= holds_bases;
+        }
+        let key = match (config.release_host_bases, all_hold_bases) {
+            (true, true) => Arc::new(key.without_bases()),
+            (true, false) => {
+                log::info!("the {backend} backend reads the key's bases: their host copy is kept");
+                key
+            }
+            (false, _) => key,
+        };
+        for key_to_use in keys_to_use {
+            let _ = key_to_use.send(Arc::clone(&key)); // a thread that ended takes none
         }
         let witness_only = key.r1cs.is_some() && all_evaluate;
         if key.r1cs.is_some() && !witness_only {

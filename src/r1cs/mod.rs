@@ -212,8 +212,8 @@ impl R1cs {
             ("recorded domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
             ("recorded public inputs (with the constant one)", key.num_inputs(), self.inputs),
             ("recorded aux variables", key.num_aux(), self.aux),
-            ("recorded a query length (variables used in A)", key.a.len(), self.a_query_len()),
-            ("recorded b query length (variables used in B)", key.b_g1.len(), self.b_query_len()),
+            ("recorded a query length (variables used in A)", key.a_len(), self.a_query_len()),
+            ("recorded b query length (variables used in B)", key.b_len(), self.b_query_len()),
         ];
         match checks.into_iter().find(|(_, expected, got)| expected != got) {
             Some((what, expected, got)) => Err(Error::Shape { what, expected, got }),

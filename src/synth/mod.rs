@@ -108,7 +108,7 @@ pub(crate) fn witness_buffer_bytes(key: &ProvingKey, witness_only: bool) -> Resu
     let m = key.domain_size();
     let scalars = match witness_only {
         true => vec![key.num_aux()],
-        false => vec![m, m, m, key.num_aux(), key.a.len(), key.b_g1.len()],
+        false => vec![m, m, m, key.num_aux(), key.a_len(), key.b_len()],
     };
     scalars
         .into_iter()
@@ -204,10 +204,10 @@ impl WitnessCs {
             ("domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
             ("public inputs (with the constant one)", key.num_inputs(), self.input.len()),
             ("aux variables", key.num_aux(), self.aux.len() + self.extra_aux),
-            ("a query length (variables used in A)", key.a.len(), self.input.len() + self.a_aux_density.count()),
+            ("a query length (variables used in A)", key.a_len(), self.input.len() + self.a_aux_density.count()),
             (
                 "b query length (variables used in B)",
-                key.b_g1.len(),
+                key.b_len(),
                 self.b_input_density.count() + self.b_aux_density.count(),
             ),
         ];

@@ -558,3 +558,23 @@ fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
     assert!(answers[1].is_ok(), "the prover goes on: {:?}", answers[1]);
     prover.shutdown();
 }
+
+/// A GPU prover that released the key's host copy of its bases (the device holds them)
+/// proves what the CPU backend proves, bit for bit with fixed r, s.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_gpu_prover_without_the_keys_host_bases_proves_the_cpus_proofs() {
+    let key = key(10);
+    let config = Config { synthesis_threads: 2, release_host_bases: true, ..Config::default() };
+    let gpu = cuda_prover(key.clone(), config);
+    assert!(gpu.key().bases_released() && gpu.key().h.is_empty(), "the host copy is released");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(41);
+    let jobs: Vec<_> = (1..5).map(|x0| (chain(10, x0), Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let cpu = Prover::new(key, Config { synthesis_threads: 2, ..Config::default() }).unwrap();
+    let expected = cpu.prove_with_randomness(jobs.clone()).unwrap();
+    for (got, expected) in gpu.prove_with_randomness(jobs).unwrap().into_iter().zip(expected) {
+        assert_eq!(got.unwrap(), expected.unwrap());
+    }
+    gpu.shutdown();
+    cpu.shutdown();
+}

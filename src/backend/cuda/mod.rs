@@ -230,6 +230,12 @@ impl Backend for CudaBackend {
         true
     }
 
+    /// Once the key is held: its bases are on the device, or in the backend's own pinned
+    /// copy when they are streamed.
+    fn holds_bases(&self) -> bool {
+        self.key.is_some()
+    }
+
     /// When the key's recorded constraints are held: products and gathers on the device.
     fn evaluates_recorded_constraints(&self) -> bool {
         self.r1cs.is_some()
@@ -341,11 +347,11 @@ impl Backend for CudaBackend {
         m[0].record(stream).map_err(from_cust)?;
         let (l, _) = msms.msm::<G1>(&s.aux, key.num_aux(), l, g1_sums, None)?;
         m[1].record(stream).map_err(from_cust)?;
-        let (a, _) = msms.msm::<G1>(&s.a, key.a.len(), a, g1_sums, None)?;
+        let (a, _) = msms.msm::<G1>(&s.a, key.a_len(), a, g1_sums, None)?;
         m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan) = msms.msm::<G1>(&s.b, key.b_g1.len(), b_g1, g1_sums, None)?;
+        let (b_g1, plan) = msms.msm::<G1>(&s.b, key.b_len(), b_g1, g1_sums, None)?;
         m[3].record(stream).map_err(from_cust)?;
-        let (b_g2, _) = msms.msm::<G2>(&s.b, key.b_g1.len(), k.b_g2(), g2_sums, plan)?;
+        let (b_g2, _) = msms.msm::<G2>(&s.b, key.b_len(), k.b_g2(), g2_sums, plan)?;
         m[4].record(stream).map_err(from_cust)?;
         let result = MsmSums { h, l, a, b_g1, b_g2 };
         let steps = MsmSteps {

@@ -45,11 +45,14 @@ impl CudaBackend {
     /// Allocates everything a partition of `key` needs, then places its bases (see
     /// [`KeyPlacement`]).
     pub(super) fn hold(&mut self, key: &ProvingKey) -> Result<()> {
+        if key.bases_released() {
+            return Err(Error::InvalidKey("the key's bases were released: a backend is made from the whole key"));
+        }
         self.domain(key.domain_size())?;
         self.scalars = Some(DeviceScalars {
             aux: DeviceVec::new(key.num_aux())?,
-            a: DeviceVec::new(key.a.len())?,
-            b: DeviceVec::new(key.b_g1.len())?,
+            a: DeviceVec::new(key.a_len())?,
+            b: DeviceVec::new(key.b_len())?,
         });
         self.budget.check(0)?;
         self.hold_r1cs(key)?;
@@ -136,5 +139,5 @@ impl CudaBackend {
 
 /// Points of the four G1 MSMs of `key`: H (the domain less one), L, A, B.
 pub(super) fn g1_msm_lengths(key: &ProvingKey) -> [usize; 4] {
-    [key.domain_size() - 1, key.num_aux(), key.a.len(), key.b_g1.len()]
+    [key.domain_size() - 1, key.num_aux(), key.a_len(), key.b_len()]
 }
