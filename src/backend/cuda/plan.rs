@@ -6,13 +6,17 @@
 
 use super::geometry::{self, SCAN_ITEMS, SCAN_THREADS};
 
-/// Items one thread sums at each reduction level (`L` in accumulate.cuh): enough threads to
-/// fill the device several times over, `LEVEL_THREADS`, but at most `MAX_CHUNK` so that
-/// few partial sums are left per bucket, and at least `MIN_CHUNK`.
+/// Items one thread sums at each reduction level (`L` in accumulate.cuh). The rule: enough
+/// threads to fill the device several times over, `LEVEL_THREADS` (132 SMs of 2048 threads,
+/// twice over), but at most `MAX_CHUNK` so that few partial sums are left per bucket, and at
+/// least `MIN_CHUNK`, so that a thread's additions outweigh its launch and its staircase slot.
+/// Refit with `gpu_report --proofs 0 --max-lg-msm 24` (G1 and G2 rows from 2^12 to 2^24),
+/// skewed scalars included (the GPU tests' `Scalars::AllOne` cases).
 pub(crate) const MIN_CHUNK: usize = 8;
 pub(crate) const MAX_CHUNK: usize = 64;
 pub(crate) const LEVEL_THREADS: usize = 1 << 19;
-/// Items per bucket the window sums take from the last level.
+/// Items per bucket the window sums take from the last level: few enough that one thread
+/// adds them while the segments stay balanced (refit as the chunks above).
 pub(crate) const FINAL_ITEMS: usize = 8;
 /// Entries from which a shifted plan bins them before placing them. The rule: bin once the
 /// entries (4 bytes each) overflow the L2 cache (50 MB on the H200) by an order of magnitude:

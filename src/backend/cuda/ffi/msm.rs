@@ -22,7 +22,8 @@ use crate::backend::cuda::plan::{
 use crate::error::Result;
 
 /// Digit words a block of the binned scatter takes in its first pass, and the runs of pairs
-/// the second takes at once.
+/// the second takes at once (enough runs that a warp's writes stay within a few bins'
+/// slots; refit with `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted`).
 const BIN_TILE: u32 = BIN_THREADS * BIN_ITEMS;
 const PLACE_REGIONS: usize = 8;
 
