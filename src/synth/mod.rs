@@ -2,10 +2,10 @@
 //!
 //! Phase: witness generation, on the synthesis threads. With recorded constraints (a key's
 //! [`r1cs`](ProvingKey::r1cs)) a circuit runs witness-only (`witness_only.rs`): its
-//! `enforce` only counts and the aux go straight into a pool buffer. Without, `WitnessCs` is a bellpepper
-//! `ConstraintSystem` that evaluates each constraint's ⟨A,z⟩, ⟨B,z⟩, ⟨C,z⟩ as it is enforced
-//! and appends them to a/b/c, like bellperson 0.27's `ProvingAssignment`, but into buffers
-//! checked out for the key's sizes: no matrices are built and nothing reallocates. Densities
+//! `enforce` only counts and the aux go straight into a pool buffer. Without, `WitnessCs` is
+//! a bellpepper `ConstraintSystem` that evaluates each constraint's ⟨A,z⟩, ⟨B,z⟩, ⟨C,z⟩ as it
+//! is enforced and appends them to a/b/c, like bellperson 0.27's `ProvingAssignment`, but into
+//! buffers checked out for the key's sizes: no matrices are built and nothing reallocates. Densities
 //! record which variables the A and B queries use; once the circuit is done, the scalars of
 //! the A and B multi-scalar multiplications are gathered here too, so the proving thread only
 //! launches work.
@@ -65,8 +65,8 @@ pub struct Witness {
     pub input: Vec<Scalar>,
     /// Auxiliary assignment: the scalars of the L query's MSM.
     pub aux: PinnedVec<Scalar>,
-    /// What synthesis evaluated; `None` when the key has recorded constraints
-    /// ([`ProvingKey::r1cs`]), which the backend evaluates on z = input ‖ aux.
+    /// What synthesis evaluated; `None` for a witness-only partition, whose backend evaluates
+    /// the key's recorded constraints ([`ProvingKey::r1cs`]) on z = input ‖ aux.
     pub evaluated: Option<Evaluated>,
 }
 
