@@ -239,7 +239,8 @@ impl Prover {
                 })
                 .map_err(Error::Spawn)?;
             proving_threads.push(thread);
-            // On an error, dropping `stop` below ends the threads already started.
+            // On an error the threads already started end: their keys never come (dropped with
+            // `keys_to_use`), and, once they have them, `stop` is dropped too.
             let (evaluates, holds_bases);
             (backend, evaluates, holds_bases) = start_result.recv().unwrap_or(Err(Error::PipelineClosed))?;
             all_evaluate &= evaluates;
