@@ -125,6 +125,14 @@ impl Error {
         matches!(self, Error::Cuda { .. } | Error::BackendPanicked(_))
     }
 
+    /// [`Error::Shape`] for the first of `checks` (what, expected, got) whose counts differ.
+    pub(crate) fn first_shape_mismatch(checks: impl IntoIterator<Item = (&'static str, usize, usize)>) -> Result<()> {
+        match checks.into_iter().find(|(_, expected, got)| expected != got) {
+            Some((what, expected, got)) => Err(Error::Shape { what, expected, got }),
+            None => Ok(()),
+        }
+    }
+
     /// The message of a `catch_unwind` payload, when it was a string.
     pub(crate) fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         match payload.downcast::<String>() {

@@ -208,17 +208,13 @@ impl R1cs {
     /// [`Error::Shape`] naming the first count that differs.
     pub fn check_against(&self, key: &ProvingKey) -> Result<()> {
         let domain = (self.constraints + self.inputs).checked_next_power_of_two().unwrap_or(usize::MAX);
-        let checks = [
+        Error::first_shape_mismatch([
             ("recorded domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
             ("recorded public inputs (with the constant one)", key.num_inputs(), self.inputs),
             ("recorded aux variables", key.num_aux(), self.aux),
             ("recorded a query length (variables used in A)", key.a_len(), self.a_query_len()),
             ("recorded b query length (variables used in B)", key.b_len(), self.b_query_len()),
-        ];
-        match checks.into_iter().find(|(_, expected, got)| expected != got) {
-            Some((what, expected, got)) => Err(Error::Shape { what, expected, got }),
-            None => Ok(()),
-        }
+        ])
     }
 
     /// a = A·z, b = B·z, c = C·z on the current rayon pool, each zero-padded to the length
@@ -265,10 +261,6 @@ impl R1cs {
     }
 
     fn check_z(&self, z: &[Scalar]) -> Result<()> {
-        let expected = self.inputs + self.aux;
-        match z.len() == expected {
-            true => Ok(()),
-            false => Err(Error::Shape { what: "witness length (inputs + aux)", expected, got: z.len() }),
-        }
+        Error::first_shape_mismatch([("witness length (inputs + aux)", self.inputs + self.aux, z.len())])
     }
 }

@@ -200,7 +200,7 @@ impl WitnessCs {
             return Err(Error::NoConstraints);
         }
         let domain = (constraints + self.input.len()).checked_next_power_of_two().unwrap_or(usize::MAX);
-        let checks = [
+        Error::first_shape_mismatch([
             ("domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
             ("public inputs (with the constant one)", key.num_inputs(), self.input.len()),
             ("aux variables", key.num_aux(), self.aux.len() + self.extra_aux),
@@ -210,11 +210,7 @@ impl WitnessCs {
                 key.b_len(),
                 self.b_input_density.count() + self.b_aux_density.count(),
             ),
-        ];
-        match checks.into_iter().find(|(_, expected, got)| expected != got) {
-            Some((what, expected, got)) => Err(Error::Shape { what, expected, got }),
-            None => Ok(()),
-        }
+        ])
     }
 
     fn push_evaluations(&mut self, a: Scalar, b: Scalar, c: Scalar) {

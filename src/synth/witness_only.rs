@@ -100,14 +100,11 @@ pub fn synthesize_witness<C: Circuit<Scalar>>(circuit: C, r1cs: &R1cs, pool: &Pi
         return Err(Error::NoConstraints);
     }
     let constraints = if cs.native { r1cs.num_constraints() } else { cs.constraints };
-    let checks = [
+    Error::first_shape_mismatch([
         ("constraints (as recorded)", r1cs.num_constraints(), constraints),
         ("public inputs (with the constant one)", r1cs.num_inputs(), cs.input.len()),
         ("aux variables", r1cs.num_aux(), cs.aux().len()),
-    ];
-    if let Some((what, expected, got)) = checks.into_iter().find(|(_, expected, got)| expected != got) {
-        return Err(Error::Shape { what, expected, got });
-    }
+    ])?;
     match cs.aux {
         Aux::Pool(aux) => Ok(Witness { input: cs.input, aux, evaluated: None }),
         // Only a count past the buffer's, so past the recording's, moves to the heap.
