@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::groth16::MsmSums;
 use crate::groth16::ProvingKey;
 use crate::msm::msm;
+use crate::r1cs::Z;
 use crate::synth::Witness;
 use crate::timings::PartitionTimings;
 
@@ -27,11 +28,10 @@ pub struct CpuBackend {
     recorded: Recorded,
 }
 
-/// What a recorded partition's products fill: z = input ‖ aux, a/b/c (then h in `abc[0]`),
-/// and the A and B scalars. Kept from one partition to the next.
+/// What a recorded partition's products fill: a/b/c (then h in `abc[0]`), and the A and B
+/// scalars. Kept from one partition to the next.
 #[derive(Debug, Default)]
 struct Recorded {
-    z: Vec<Scalar>,
     abc: [Vec<Scalar>; 3],
     a_scalars: Vec<Scalar>,
     b_scalars: Vec<Scalar>,
@@ -70,14 +70,12 @@ impl Backend for CpuBackend {
                 .as_deref()
                 .ok_or(Error::Backend("a witness-only partition of a key without recorded constraints".into()))?;
             let rec = &mut self.recorded;
-            rec.z.clear();
-            rec.z.extend_from_slice(&w.input);
-            rec.z.extend_from_slice(&w.aux);
             rec.abc.iter_mut().for_each(|v| v.resize(m, Scalar::ZERO));
             let [a, b, c] = &mut rec.abc;
+            let z = Z { input: &w.input, aux: &w.aux };
             self.pool.install(|| {
-                r1cs.evaluate(&rec.z, [a, b, c])?;
-                r1cs.gather(&rec.z, &mut rec.a_scalars, &mut rec.b_scalars)
+                r1cs.evaluate(z, [a, b, c])?;
+                r1cs.gather(z, &mut rec.a_scalars, &mut rec.b_scalars)
             })?;
             t.constraints += start.elapsed();
         }

@@ -91,11 +91,11 @@ pub(crate) struct Matrix {
 
 impl Matrix {
     /// ⟨row i, z⟩.
-    fn row_dot(&self, i: usize, z: &[Scalar], table: &[Scalar]) -> Scalar {
+    fn row_dot(&self, i: usize, z: Z<'_>, table: &[Scalar]) -> Scalar {
         let range = self.starts.range(i);
         let mut acc = Scalar::ZERO;
         for (&v, &k) in self.vars[range.clone()].iter().zip(&self.coeffs[range]) {
-            let x = z[v as usize];
+            let x = z.at(v);
             match k {
                 ONE => acc += x,
                 MINUS_ONE => acc -= x,
@@ -107,6 +107,24 @@ impl Matrix {
 
     fn bytes(&self) -> usize {
         self.starts.bytes() + 4 * (self.vars.len() + self.coeffs.len())
+    }
+}
+
+/// z = input ‖ aux without the copy: the aux stay in the partition's pool buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Z<'a> {
+    pub(crate) input: &'a [Scalar],
+    pub(crate) aux: &'a [Scalar],
+}
+
+impl Z<'_> {
+    /// Variable v of z.
+    fn at(&self, v: u32) -> Scalar {
+        let v = v as usize;
+        match v.checked_sub(self.input.len()) {
+            None => self.input[v],
+            Some(j) => self.aux[j],
+        }
     }
 }
 
@@ -221,9 +239,9 @@ impl R1cs {
     /// of its output slice (the domain size).
     ///
     /// # Errors
-    /// [`Error::Shape`] when z is not inputs + aux long, or an output is shorter than the
-    /// matrices' rows.
-    pub(crate) fn evaluate(&self, z: &[Scalar], [a, b, c]: [&mut [Scalar]; 3]) -> Result<()> {
+    /// [`Error::Shape`] when z's parts are not inputs and aux long, or an output is shorter
+    /// than the matrices' rows.
+    pub(crate) fn evaluate(&self, z: Z<'_>, [a, b, c]: [&mut [Scalar]; 3]) -> Result<()> {
         self.check_z(z)?;
         for (m, out) in [(&self.a, a), (&self.b, b), (&self.c, c)] {
             let rows = m.starts.rows();
@@ -249,18 +267,21 @@ impl R1cs {
     /// variables B uses, appended to `a` and `b`.
     ///
     /// # Errors
-    /// [`Error::Shape`] when z is not inputs + aux long.
-    pub(crate) fn gather(&self, z: &[Scalar], a: &mut Vec<Scalar>, b: &mut Vec<Scalar>) -> Result<()> {
+    /// [`Error::Shape`] when z's parts are not inputs and aux long.
+    pub(crate) fn gather(&self, z: Z<'_>, a: &mut Vec<Scalar>, b: &mut Vec<Scalar>) -> Result<()> {
         self.check_z(z)?;
         a.clear();
         b.clear();
-        a.extend_from_slice(&z[..self.inputs]);
-        a.extend(self.a_aux.iter().map(|&j| z[self.inputs + j as usize]));
-        b.extend(self.b_vars.iter().map(|&v| z[v as usize]));
+        a.extend_from_slice(z.input);
+        a.extend(self.a_aux.iter().map(|&j| z.aux[j as usize]));
+        b.extend(self.b_vars.iter().map(|&v| z.at(v)));
         Ok(())
     }
 
-    fn check_z(&self, z: &[Scalar]) -> Result<()> {
-        Error::first_shape_mismatch([("witness length (inputs + aux)", self.inputs + self.aux, z.len())])
+    fn check_z(&self, z: Z<'_>) -> Result<()> {
+        Error::first_shape_mismatch([
+            ("public inputs (with the constant one)", self.inputs, z.input.len()),
+            ("aux variables", self.aux, z.aux.len()),
+        ])
     }
 }
