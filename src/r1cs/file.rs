@@ -130,6 +130,7 @@ fn read_matrix<R: Read + Seek>(
     let width = src.u64_le(&format!("{name}: width of the row starts"))?;
     let entries = src.u64_le(&format!("{name}: entries"))?;
     let what = format!("{name}: row starts");
+    let starts_at = src.offset;
     let starts = match width {
         4 => RowStarts::Narrow(src.u32s_le(&what, rows.saturating_add(1))?),
         8 => {
@@ -138,14 +139,10 @@ fn read_matrix<R: Read + Seek>(
         }
         _ => return Err(bad(&format!("{name}: width of the row starts"), at, "neither 4 nor 8")),
     };
-    let at = src.offset;
-    let rising = match &starts {
-        RowStarts::Narrow(s) => s[0] == 0 && s.windows(2).all(|w| w[0] <= w[1]) && u64::from(s[s.len() - 1]) == entries,
-        RowStarts::Wide(s) => s[0] == 0 && s.windows(2).all(|w| w[0] <= w[1]) && s[s.len() - 1] == entries,
-    };
-    if !rising {
-        return Err(bad(&what, at, "they do not rise from 0 to the entries' count"));
+    if !starts.rise_to(entries) {
+        return Err(bad(&what, starts_at, "they do not rise from 0 to the entries' count"));
     }
+    let at = src.offset;
     let var_indices = src.u32s_le(&format!("{name}: variables"), entries)?;
     if var_indices.iter().any(|&v| u64::from(v) >= vars) {
         return Err(bad(&format!("{name}: variables"), at, "an index past the variables"));

@@ -60,6 +60,19 @@ impl RowStarts {
         }
     }
 
+    /// Whether the starts rise from 0 to `entries`, as compressed sparse rows' do.
+    fn rise_to(&self, entries: u64) -> bool {
+        fn rise<T: Copy + Ord + Into<u64>>(s: &[T], entries: u64) -> bool {
+            s.first().is_some_and(|&f| f.into() == 0)
+                && s.windows(2).all(|w| w[0] <= w[1])
+                && s.last().is_some_and(|&l| l.into() == entries)
+        }
+        match self {
+            RowStarts::Narrow(s) => rise(s, entries),
+            RowStarts::Wide(s) => rise(s, entries),
+        }
+    }
+
     fn rows(&self) -> usize {
         match self {
             RowStarts::Narrow(s) => s.len() - 1,
