@@ -1,7 +1,7 @@
 //! Synthesis of one benchmark shape, in full (the constraints evaluated as they are enforced)
 //! against witness-only (the constraints recorded once, left to the backend): time per
 //! partition with T threads each synthesizing their own partitions at once, and the host
-//! bytes a partition holds either way. No proof is made; the key only gives the lengths, so
+//! bytes per partition holds either way. No proof is made; the key only gives the lengths, so
 //! its points are all the identity.
 //!
 //! Flags: `--help` (see `USAGE` below).
@@ -24,10 +24,11 @@ use rayon::prelude::*;
 /// What `--help` prints.
 const USAGE: &str =
     "cargo run --release --example synthesis -- [--shape sha256] [--lg-m 20] [--threads 1] [--rounds 2] \\
-    [--only full|witness]
+    [--only full|witness|floor]
 Each of `--threads` threads synthesizes `--rounds` partitions one after the other, in full and then
-witness-only (or only the one `--only` names, for a profiler); prints the mean time a partition
-and the host bytes a partition holds.";
+witness-only, then through bellpepper's WitnessCS (or only the one `--only` names: one process
+a measurement, for a profiler or to compare on a fresh process); prints the mean time a partition
+and the host bytes per partition holds.";
 
 /// A key of `r1cs`'s lengths whose points are all the identity: synthesis reads only lengths.
 fn key_of_lengths(r1cs: &R1cs) -> ProvingKey {
@@ -83,19 +84,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let key = key_of_lengths(&r1cs);
     let pool = PinnedPool::new(PoolConfig { max_bytes: usize::MAX / 2, ..PoolConfig::default() });
-    let (run_full, run_witness) = (only != "witness", only != "full");
-    let full = run_full.then(|| {
+    let runs = |name: &str| only.is_empty() || only == name;
+    let full = runs("full").then(|| {
         mean_per_partition(threads, rounds, |x0| {
             synthesize(Chain::new(shape, lg_m, x0), &key, &pool).expect("full synthesis");
         })
     });
-    let witness = run_witness.then(|| {
+    let witness = runs("witness").then(|| {
         mean_per_partition(threads, rounds, |x0| {
             synthesize_witness(Chain::new(shape, lg_m, x0), &r1cs, &pool).expect("witness-only synthesis");
         })
     });
     // The floor: bellpepper's own witness generator, into heap vectors (the gadgets' work).
-    let floor = run_witness.then(|| {
+    let floor = runs("floor").then(|| {
         mean_per_partition(threads, rounds, |x0| {
             let mut cs = WitnessCS::<Scalar>::new();
             Chain::new(shape, lg_m, x0).synthesize(&mut cs).expect("bellpepper's WitnessCS");
@@ -104,14 +105,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     let (bytes_full, bytes_witness) = (partition_bytes(&key, false)?, partition_bytes(&key, true)?);
     println!(
-        "synthesis a partition, {threads} thread(s) x {rounds}: full {:.1} ms, witness-only {:.1} ms ({:.2}x)",
+        "synthesis per partition, {threads} thread(s) x {rounds}: full {:.1} ms, witness-only {:.1} ms ({:.2}x)",
         ms(full),
         ms(witness),
         ms(witness) / ms(full)
     );
     println!("  bellpepper's WitnessCS (heap vectors, the same gadgets): {:.1} ms", ms(floor));
     println!(
-        "host bytes a partition in flight: full {:.3} GB, witness-only {:.3} GB ({:.3}x)",
+        "host bytes per partition in flight: full {:.3} GB, witness-only {:.3} GB ({:.3}x)",
         bytes_full as f64 / 1e9,
         bytes_witness as f64 / 1e9,
         bytes_witness as f64 / bytes_full as f64
