@@ -104,9 +104,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let setup = start.elapsed();
     let report = device.report();
     println!(
-        "witness-only: {} (recorded constraints on the device: {:.2} GB); host bytes a partition in flight: {:.3} GB",
+        "witness-only: {} (recorded constraints on the device: {:.2} GB, {}); host bytes per partition in flight: {:.3} GB",
         prover.is_witness_only(),
         report.r1cs_bytes as f64 / 1e9,
+        report.r1cs_chunk.map_or("resident".to_owned(), |n| format!("streamed in chunks of {n} entries")),
         prover.partition_bytes() as f64 / 1e9
     );
     println!(

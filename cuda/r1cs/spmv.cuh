@@ -21,7 +21,9 @@ __device__ __forceinline__ fr_t z_at(const fr_t* input, const fr_t* aux, uint32_
 // block, for as many dependent loads as entries (SPMV_LANES: geometry.h).
 
 // out[i] = ⟨row i, z⟩ for i < rows, 0 for rows ≤ i < n (the domain's padding). A thread per
-// lane of a row; every thread of the grid takes part in the shuffles.
+// lane of a row; every thread of the grid takes part in the shuffles. The starts may be a
+// chunk's of a streamed matrix: rows' starts as the whole matrix numbers its entries, and
+// vars and coeffs from the chunk's first entry, starts[0] (0 for a whole matrix).
 template<typename start_t>
 __device__ __forceinline__ void spmv(const start_t* starts, const uint32_t* vars, const uint32_t* coeffs,
                                      const fr_t* table, const fr_t* input, const fr_t* aux, uint32_t inputs,
@@ -32,10 +34,10 @@ __device__ __forceinline__ void spmv(const start_t* starts, const uint32_t* vars
     fr_t acc;
     acc.zero();
     if (i < rows) {
-        const start_t end = starts[i + 1];
+        const start_t first = starts[0], end = starts[i + 1];
         for (start_t e = starts[i] + lane; e < end; e += SPMV_LANES) {
-            const fr_t x = z_at(input, aux, inputs, vars[e]);
-            const uint32_t k = coeffs[e];
+            const fr_t x = z_at(input, aux, inputs, vars[e - first]);
+            const uint32_t k = coeffs[e - first];
             if (k == 0)
                 acc += x;
             else if (k == 1)

@@ -118,8 +118,37 @@ impl Matrix {
         acc
     }
 
-    fn bytes(&self) -> usize {
+    /// Bytes of the starts and entries.
+    pub(crate) fn bytes(&self) -> usize {
         self.starts.bytes() + 4 * (self.vars.len() + self.coeffs.len())
+    }
+
+    /// Rows of the matrix.
+    #[cfg(any(feature = "cuda", test))]
+    pub(crate) fn rows(&self) -> usize {
+        self.starts.rows()
+    }
+
+    /// The rows cut into chunks of at most `entries` entries and `entries` rows, for a
+    /// device that holds the matrix a chunk at a time: the chunks' first rows, then the rows'
+    /// count. `None` when a row alone has more than `entries` entries.
+    #[cfg(any(feature = "cuda", test))]
+    pub(crate) fn chunks(&self, entries: usize) -> Option<Vec<usize>> {
+        let entries = entries.max(1);
+        let mut cuts = vec![0];
+        let mut first = 0;
+        for i in 0..self.rows() {
+            let row = self.starts.range(i);
+            if row.len() > entries {
+                return None;
+            }
+            if row.end - self.starts.range(first).start > entries || i - first == entries {
+                cuts.push(i);
+                first = i;
+            }
+        }
+        cuts.push(self.rows());
+        Some(cuts)
     }
 }
 
@@ -296,5 +325,49 @@ impl R1cs {
             ("public inputs (with the constant one)", self.inputs, z.input.len()),
             ("aux variables", self.aux, z.aux.len()),
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError};
+    use blstrs::Scalar;
+
+    use super::R1cs;
+
+    /// Rows of 0 to 6 entries in A, one in B, two in C.
+    struct Ragged;
+
+    impl Circuit<Scalar> for Ragged {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let vars: Vec<_> = (0..8).map(|i| cs.alloc(|| "v", || Ok(Scalar::from(i)))).collect::<Result<_, _>>()?;
+            for k in 0..200 {
+                let a = vars[..k % 7].iter().fold(LinearCombination::zero(), |lc, &v| lc + v);
+                cs.enforce(|| "row", |_| a, |lc| lc + vars[7], |lc| lc + vars[0] + vars[1]);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn chunks_cover_the_rows_within_their_limits_and_are_maximal() {
+        let r1cs = R1cs::record(Ragged).unwrap();
+        let a = &r1cs.a;
+        assert_eq!(a.chunks(5), None, "a row of 6 entries in chunks of 5");
+        for entries in [6, 7, 13, 64, 1 << 20] {
+            let cuts = a.chunks(entries).unwrap();
+            assert_eq!((cuts[0], *cuts.last().unwrap()), (0, a.rows()));
+            for w in cuts.windows(2) {
+                let (first, end) = (w[0], w[1]);
+                let taken = a.starts.range(end - 1).end - a.starts.range(first).start;
+                assert!(first < end && end - first <= entries && taken <= entries, "{entries}: {w:?}");
+                if end < a.rows() {
+                    let one_more = a.starts.range(end).end - a.starts.range(first).start;
+                    assert!(one_more > entries || end - first == entries, "{entries}: {w:?} could take a row more");
+                }
+            }
+        }
+        assert_eq!(r1cs.b.chunks(1).unwrap().len(), r1cs.b.rows() + 1, "a row a chunk");
+        assert_eq!(r1cs.c.chunks(1), None, "rows of two entries");
     }
 }

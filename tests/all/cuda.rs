@@ -416,6 +416,43 @@ fn keys_shifted_resident_or_streamed_prove_bit_for_bit() {
     }
 }
 
+/// Under the smallest memory limit at which a backend still evaluates the recorded
+/// constraints, they are streamed (whole, they leave no room for the bases), and the proofs
+/// equal the CPU's, bit for bit with fixed r, s.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_recording_that_does_not_fit_is_streamed_and_proves_the_cpus_proofs() {
+    let key = key(17);
+    let recorded = key.clone().with_r1cs(pinprove::R1cs::record(chain(17, 0)).unwrap()).unwrap();
+    let device = CudaDevice::open(0).unwrap();
+    let evaluates = |limit: usize| {
+        let limited = device.clone().with_memory_limit(limit);
+        limited.backend(&recorded).is_ok_and(|b| b.evaluates_recorded_constraints())
+    };
+    // The smallest such limit (within a MiB), from none up to the resident placement's.
+    let (mut lo, mut hi) = (0, {
+        device.backend(&recorded).unwrap();
+        device.report().backend_bytes
+    });
+    assert!(device.report().r1cs_chunk.is_none() && evaluates(hi), "{:?}", device.report());
+    while hi - lo > 1 << 20 {
+        let mid = lo + (hi - lo) / 2;
+        if evaluates(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let (proofs, report) = proofs_on(&device.clone().with_memory_limit(hi), &recorded, 4).unwrap();
+    println!("limit {hi}: {report:?}");
+    assert!(report.r1cs_chunk.is_some(), "streamed under the smallest limit: {report:?}");
+    let cpu = Prover::new(key, Config::default()).unwrap();
+    let jobs = (0..4).map(|i| (chain(17, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect();
+    for (i, (gpu, cpu)) in proofs.iter().zip(cpu.prove_with_randomness(jobs).unwrap()).enumerate() {
+        assert_eq!(gpu, &cpu.unwrap(), "job {i}");
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn device_out_of_memory_is_typed_loses_nothing_and_the_device_stays_usable() {
@@ -480,13 +517,13 @@ fn window_bits_are_in_the_kernels_range() {
     }
 }
 
-/// Witness-only partitions on the GPU (the constraints evaluated there from the recording)
-/// against full partitions on the CPU: h and the five MSM sums equal, on the three benchmark
-/// shapes (timing keys: the products and gathers, not the keys, are under test), and the
-/// device's recording reported.
+/// Witness-only partitions on the GPU (the constraints evaluated there from the recording,
+/// resident, then streamed in chunks of several sizes) against full partitions on the CPU:
+/// h equal, and the five MSM sums, on the three benchmark shapes (timing keys: the products
+/// and gathers, not the keys, are under test), and the device's recording reported.
 #[test]
 #[ignore = "needs a CUDA device"]
-fn gpu_recorded_constraints_give_the_cpus_h_and_msm_sums() {
+fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() {
     use crate::circuits::shapes::{Chain, Shape};
     use crate::circuits::timing_key::timing_key;
     use pinprove::internal::synthesize_witness;
@@ -502,24 +539,44 @@ fn gpu_recorded_constraints_give_the_cpus_h_and_msm_sums() {
         let recorded = key.clone().with_r1cs(r1cs.clone()).unwrap();
         let mut gpu = device.backend(&recorded).unwrap();
         assert!(gpu.evaluates_recorded_constraints(), "{}: the recording fits", shape.name());
-        assert!(device.report().r1cs_bytes >= r1cs.bytes(), "{}: {:?}", shape.name(), device.report());
+        let report = device.report();
+        assert!(report.r1cs_bytes >= r1cs.bytes() && report.r1cs_chunk.is_none(), "{}: {report:?}", shape.name());
         let circuit = Chain::new(shape, lg, 5);
         let mut witness = synthesize_witness(circuit, &r1cs, &pinned).unwrap();
         let mut full = synthesize(circuit, &key, &heap).unwrap();
-        let mut t = PartitionTimings::default();
-        gpu.h(&recorded, &mut witness, &mut t).unwrap();
         cpu.h(&key, &mut full, &mut PartitionTimings::default()).unwrap();
+        let cpu_sums = cpu.msm(&key, &full, &mut PartitionTimings::default()).unwrap();
         let m = key.domain_size();
-        let mut h = vec![Scalar::ZERO; m - 1];
-        gpu.download_h(&mut h).unwrap();
-        if h != full.evaluated.as_ref().expect("synthesized in full").abc.a[..m - 1] {
-            failures.push(format!("{} 2^{lg}: h differs", shape.name()));
+        let cpu_h = &full.evaluated.as_ref().expect("synthesized in full").abc.a[..m - 1];
+        let mut streamed = 0;
+        for entries in [None, Some(64), Some(4096), Some(1 << 16)] {
+            let name = format!(
+                "{} 2^{lg} {}",
+                shape.name(),
+                entries.map_or("resident".into(), |n| format!("in chunks of {n}"))
+            );
+            match entries.map(|n| gpu.stream_recorded_constraints(&recorded, n)) {
+                Some(Err(Error::Shape { .. })) => continue, // a row longer than the chunk
+                Some(e) => {
+                    e.unwrap();
+                    streamed += 1;
+                }
+                None => {}
+            }
+            let mut t = PartitionTimings::default();
+            gpu.h(&recorded, &mut witness, &mut t).unwrap();
+            let mut h = vec![Scalar::ZERO; m - 1];
+            gpu.download_h(&mut h).unwrap();
+            if h != cpu_h {
+                failures.push(format!("{name}: h differs"));
+            }
+            // The gathers, which read no matrix, are the same streamed or not.
+            if entries.is_none() && gpu.msm(&recorded, &witness, &mut t).unwrap() != cpu_sums {
+                failures.push(format!("{name}: MSM sums differ"));
+            }
+            println!("{name}: products and gathers {:?}, h2d {:?}", t.constraints, t.h2d);
         }
-        let sums = gpu.msm(&recorded, &witness, &mut t).unwrap();
-        if sums != cpu.msm(&key, &full, &mut PartitionTimings::default()).unwrap() {
-            failures.push(format!("{} 2^{lg}: MSM sums differ", shape.name()));
-        }
-        println!("{} 2^{lg}: products and gathers {:?}, h2d {:?}", shape.name(), t.constraints, t.h2d);
+        assert!(streamed >= 2, "{} 2^{lg}: streamed in {streamed} chunk sizes", shape.name());
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }

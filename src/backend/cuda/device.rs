@@ -32,6 +32,10 @@ pub struct DeviceReport {
     /// Bytes of the key's recorded constraints on the device (zero without them, or when
     /// they did not fit and circuits are synthesized in full).
     pub r1cs_bytes: usize,
+    /// Entries (and rows) of a chunk of the recorded constraints' matrices when they are
+    /// streamed, copied up a chunk at a time each partition because they did not fit on the
+    /// device whole; `None` when they are resident (or absent).
+    pub r1cs_chunk: Option<usize>,
     /// Device memory the backend holds: the partition buffers, the MSM scratch and the
     /// bases on the device (with their shifted copies) or the chunks streamed ones go
     /// through.

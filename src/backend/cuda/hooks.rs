@@ -10,9 +10,11 @@ use super::ffi::{download, from_cust, upload, DeviceVec, Group, G1, G2};
 use super::key::DeviceBases;
 use super::msm::shifted_window_bits;
 use super::ntt::Transform;
+use super::r1cs::DeviceR1cs;
 use super::schedule::Msms;
 use super::{elapsed, CudaBackend, MAX_WINDOWS};
 use crate::error::{Error, Result};
+use crate::groth16::ProvingKey;
 
 /// G1 bases of an MSM on the device, plain or with shifted copies, for
 /// [`CudaBackend::msm_g1`] (the proving key's own are uploaded by [`CudaDevice::backend`](super::CudaDevice::backend)).
@@ -26,7 +28,7 @@ pub struct G2Bases(DeviceBases<G2Affine>);
 /// How [`CudaBackend::upload_g1_bases`] and `upload_g2_bases` lay bases out on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BasesLayout {
-    /// As they are: an MSM sums a set of buckets a window.
+    /// As they are: an MSM sums a set of buckets per window.
     Plain,
     /// Followed by their shifted copies for MSMs of `window` bits (`None`: the pipeline's
     /// choice for as many scalars as bases, [`shifted_window_bits`]), as
@@ -101,6 +103,27 @@ impl CudaBackend {
         let d = domain.as_ref().filter(|d| d.size() == dst.len() + 1);
         let d = d.ok_or(Error::Shape { what: "h length + 1 (the domain size)", expected: 0, got: dst.len() + 1 })?;
         download(stream, staging, &d.abc[0], dst, false)?.wait()
+    }
+
+    /// Streams `key`'s recorded constraints in chunks of `entries` entries and rows from now
+    /// on, in place of what the backend holds of them, as it does when they do not fit on
+    /// the device: for tests of streaming at sizes that fit.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] when `key` has no recording, [`Error::Shape`] when a row has
+    /// more than `entries` entries; [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
+    #[doc(hidden)]
+    pub fn stream_recorded_constraints(&mut self, key: &ProvingKey, entries: usize) -> Result<()> {
+        let r1cs = key.r1cs.as_ref().ok_or(Error::InvalidKey("the key has no recorded constraints"))?;
+        self.r1cs = None; // frees the device memory first
+        let streamed = DeviceR1cs::streamed(r1cs, entries, &self.stream, &self.staging)?;
+        let longest = || r1cs.entries().into_iter().max().unwrap_or(0);
+        self.r1cs = Some(streamed.ok_or_else(|| Error::Shape {
+            what: "entries per chunk (a row has more)",
+            expected: longest(),
+            got: entries,
+        })?);
+        Ok(())
     }
 
     /// Uploads G1 bases for [`msm_g1`](Self::msm_g1), laid out as `layout` says.

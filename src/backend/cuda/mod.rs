@@ -189,6 +189,7 @@ impl CudaBackend {
             report.shifted_bytes = if shifted { key_bytes(key, g1_msm_lengths(key), true) } else { 0 };
             report.key_placement = held.placement();
             report.r1cs_bytes = backend.r1cs.as_ref().map_or(0, DeviceR1cs::bytes);
+            report.r1cs_chunk = backend.r1cs.as_ref().and_then(DeviceR1cs::chunk_entries);
             report.key_upload = held.setup_time();
             report.backend_bytes = backend.budget.free_at_start.saturating_sub(free);
             report.memory_used = total - free;
@@ -281,7 +282,7 @@ impl Backend for CudaBackend {
         }
         ev.h2d.record(stream).map_err(from_cust)?;
         if let Source::Recorded(r) = source {
-            r.evaluate(r1cs_kernels, stream, &s.aux, (&d.abc, m), [&s.a, &s.b])?;
+            r.evaluate(r1cs_kernels, stream, staging, &s.aux, (&d.abc, m), [&s.a, &s.b])?;
         }
         ev.constraints.record(stream).map_err(from_cust)?;
         let abc_ready = mark(stream)?;

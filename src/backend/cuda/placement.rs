@@ -1,12 +1,13 @@
 //! Where a backend keeps the proving key: the device-memory budget it answers to, and the
-//! placement policy: the recorded constraints first, then the bases with their shifted
-//! copies, the bases alone, or the bases streamed from pinned host memory in the largest
-//! chunk that fits (see [`KeyPlacement`]).
+//! placement policy: the recorded constraints first (resident, or streamed a chunk of rows
+//! at a time, with less room for them as long as the bases do not fit beside them), then the
+//! bases with their shifted copies, the bases alone, or the bases streamed from pinned host
+//! memory in the largest chunk that fits (see [`KeyPlacement`]).
 
 use super::ffi::{from_cust, memory_info, DeviceVec, MsmScratch, G1, G2};
 use super::key::{key_bytes, DeviceKey};
 use super::msm::plan_window_bits;
-use super::r1cs::{device_bytes, DeviceR1cs};
+use super::r1cs::{device_bytes, streamed_bytes, DeviceR1cs};
 use super::{CudaBackend, DeviceScalars, KeyPlacement};
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
@@ -41,9 +42,29 @@ impl Budget {
 /// `vs_peer --memory-limit GB`, which forces streaming.
 const MIN_CHUNK: usize = 1 << 12;
 
+/// Fewest entries per chunk of streamed recorded constraints: each chunk costs three staged
+/// copies and a launch, so smaller ones would be many for little work each. Refit with the GPU test
+/// `gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums`, which
+/// prints the products' device time resident and streamed in chunks of several sizes.
+const MIN_R1CS_CHUNK: usize = 1 << 16;
+
+/// How a backend holds the key's recorded constraints, tried in this order, most device
+/// memory first: whichever fits and leaves room for the bases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recording {
+    Resident,
+    /// In the largest power-of-two chunk that fits.
+    Streamed,
+    /// In the smallest power-of-two chunk, from [`MIN_R1CS_CHUNK`] entries, that takes the
+    /// longest row.
+    StreamedSmallest,
+    /// Not at all: circuits are synthesized in full.
+    Absent,
+}
+
 impl CudaBackend {
-    /// Allocates everything a partition of `key` needs, then places its bases (see
-    /// [`KeyPlacement`]).
+    /// Allocates everything a partition of `key` needs, then places its recorded constraints
+    /// (see [`Recording`]) and its bases (see [`KeyPlacement`]).
     pub(super) fn hold(&mut self, key: &ProvingKey) -> Result<()> {
         if key.bases_released() {
             return Err(Error::InvalidKey("the key's bases were released: a backend is made from the whole key"));
@@ -55,7 +76,36 @@ impl CudaBackend {
             b: DeviceVec::new(key.b_len())?,
         });
         self.budget.check(0)?;
-        self.hold_r1cs(key)?;
+        let tries = match key.r1cs {
+            Some(_) => &[Recording::Resident, Recording::Streamed, Recording::StreamedSmallest, Recording::Absent][..],
+            None => &[Recording::Absent][..],
+        };
+        for (k, &recording) in tries.iter().enumerate() {
+            self.r1cs = None;
+            self.scratch = MsmScratch::default();
+            if !self.hold_r1cs(key, recording)? {
+                continue;
+            }
+            match self.place_bases(key) {
+                Err(e @ Error::DeviceOutOfMemory { .. }) if k + 1 < tries.len() => {
+                    log::info!("the key's bases do not fit beside its recorded constraints {recording:?} ({e})");
+                }
+                held => {
+                    if recording == Recording::Absent && key.r1cs.is_some() {
+                        log::warn!(
+                            "the recorded constraints do not fit on the device: circuits are synthesized in full"
+                        );
+                    }
+                    self.key = Some(held?);
+                    break;
+                }
+            }
+        }
+        self.stream.synchronize().map_err(from_cust)
+    }
+
+    /// The bases with their shifted copies, else alone, else streamed (see [`KeyPlacement`]).
+    fn place_bases(&mut self, key: &ProvingKey) -> Result<DeviceKey> {
         let held = match self.resident_key(key, true) {
             Err(e @ Error::DeviceOutOfMemory { .. }) => {
                 log::info!("the key's shifted bases and their scratch do not fit ({e}): the bases alone");
@@ -64,33 +114,64 @@ impl CudaBackend {
             }
             held => held,
         };
-        let held = match held {
-            Ok(held) => held,
+        match held {
             Err(e @ Error::DeviceOutOfMemory { .. }) => {
                 log::info!("the key's bases and whole-MSM scratch do not fit ({e}): streaming the bases");
-                self.stream_key(key)?
+                self.stream_key(key)
             }
-            Err(e) => return Err(e),
-        };
-        self.key = Some(held);
-        self.stream.synchronize().map_err(from_cust)
+            held => held,
+        }
     }
 
-    /// The key's recorded constraints on the device, before its bases, when it has them and
-    /// they fit; otherwise this backend does not evaluate them and its prover synthesizes in
-    /// full.
-    fn hold_r1cs(&mut self, key: &ProvingKey) -> Result<()> {
-        let Some(r1cs) = &key.r1cs else { return Ok(()) };
-        let upload =
-            self.budget.check(device_bytes(r1cs)).and_then(|()| DeviceR1cs::upload(r1cs, &self.stream, &self.staging));
-        match upload {
-            Ok(held) => self.r1cs = Some(held),
-            Err(e @ Error::DeviceOutOfMemory { .. }) => {
-                log::warn!("the recorded constraints do not fit on the device ({e}): circuits are synthesized in full");
-            }
-            Err(e) => return Err(e),
+    /// The key's recorded constraints held as `recording` says, when it fits: whether they
+    /// are (always, for [`Recording::Absent`]).
+    fn hold_r1cs(&mut self, key: &ProvingKey, recording: Recording) -> Result<bool> {
+        let Some(r1cs) = &key.r1cs else { return Ok(recording == Recording::Absent) };
+        if recording == Recording::Absent {
+            return Ok(true);
         }
-        Ok(())
+        if recording == Recording::Resident {
+            let upload = self
+                .budget
+                .check(device_bytes(r1cs))
+                .and_then(|()| DeviceR1cs::resident(r1cs, &self.stream, &self.staging));
+            return match upload {
+                Ok(held) => {
+                    self.r1cs = Some(held);
+                    Ok(true)
+                }
+                Err(Error::DeviceOutOfMemory { .. }) => Ok(false),
+                Err(e) => Err(e),
+            };
+        }
+        // The chunks' sizes, powers of two from the smallest to under the largest matrix's
+        // entries: streamed, tried largest first; smallest, smallest first.
+        let longest = r1cs.entries().into_iter().max().unwrap_or(0);
+        let mut chunks: Vec<usize> = std::iter::successors(Some(MIN_R1CS_CHUNK), |n| Some(n * 2))
+            .take_while(|&n| n == MIN_R1CS_CHUNK || n < longest)
+            .collect();
+        if recording == Recording::Streamed {
+            chunks.reverse();
+        }
+        for entries in chunks {
+            let streamed = self
+                .budget
+                .check(streamed_bytes(r1cs, entries))
+                .and_then(|()| DeviceR1cs::streamed(r1cs, entries, &self.stream, &self.staging));
+            match streamed {
+                Ok(Some(held)) => {
+                    self.r1cs = Some(held);
+                    return Ok(true);
+                }
+                // A row longer than the chunk: only a larger one can take it.
+                Ok(None) if recording == Recording::StreamedSmallest => {}
+                Ok(None) => return Ok(false),
+                Err(Error::DeviceOutOfMemory { .. }) if recording == Recording::Streamed => {}
+                Err(Error::DeviceOutOfMemory { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
     }
 
     /// The key's bases on the device, `shifted` or not, with scratch for whole MSMs.

@@ -15,21 +15,29 @@ pub(crate) enum DeviceStarts {
 }
 
 impl DeviceStarts {
-    /// Rows of the matrix: one start fewer.
-    fn rows(&self) -> usize {
+    /// Starts it holds room for.
+    fn len(&self) -> usize {
         match self {
-            DeviceStarts::Narrow(s) => s.len() - 1,
-            DeviceStarts::Wide(s) => s.len() - 1,
+            DeviceStarts::Narrow(s) => s.len(),
+            DeviceStarts::Wide(s) => s.len(),
         }
     }
 }
 
-/// One matrix on the device.
+/// One matrix on the device, or a chunk of its rows: `starts[..=rows]` are the rows' starts
+/// as the whole matrix numbers its entries, `vars` and `coeffs` its entries from `starts[0]`.
 #[derive(Debug)]
 pub(crate) struct DeviceMatrix {
     pub(crate) starts: DeviceStarts,
     pub(crate) vars: DeviceVec<u32>,
     pub(crate) coeffs: DeviceVec<u32>,
+}
+
+impl DeviceMatrix {
+    /// Rows of a whole matrix: one start fewer.
+    pub(crate) fn rows(&self) -> usize {
+        self.starts.len() - 1
+    }
 }
 
 /// z = input ‖ aux on the device, as two vectors.
@@ -45,7 +53,8 @@ pub(crate) struct Z<'a> {
 kernels! {
     /// The recorded constraints' kernels (`cuda/r1cs/spmv.cuh`).
     R1csKernels {
-        /// out[i] = ⟨row i, z⟩ for i < rows, 0 up to n; row starts of 32 bits.
+        /// out[i] = ⟨row i, z⟩ for i < rows, 0 up to n; row starts of 32 bits, the entries
+        /// from the first start.
         fn g16_spmv_narrow(
             starts: DevicePtr, vars: DevicePtr, coeffs: DevicePtr, table: DevicePtr, input: DevicePtr,
             aux: DevicePtr, inputs: u32, rows: u32, n: u32, out: DevicePtr,
@@ -61,31 +70,34 @@ kernels! {
 }
 
 impl R1csKernels {
-    /// out[..rows] = matrix · z, out[rows..n] = 0, enqueued on `stream`.
+    /// out[at..at + rows] = the first `rows` rows of `m` · z, out[at + rows..at + n] = 0,
+    /// enqueued on `stream`.
     ///
     /// # Panics
-    /// If `out` is shorter than `n` or than the rows, or z's vectors are shorter than its
-    /// counts say.
+    /// If `m` holds fewer than `rows` rows' starts, `n` is under `rows`, `out` is shorter than
+    /// `at + n`, or z's vectors are shorter than its counts say.
     pub(crate) fn spmv(
         &self,
         stream: &Stream,
-        m: &DeviceMatrix,
+        (m, rows): (&DeviceMatrix, usize),
         table: &DeviceVec<Scalar>,
         z: Z<'_>,
-        n: usize,
+        (at, n): (usize, usize),
         out: &DeviceVec<Scalar>,
     ) -> Result<()> {
-        let rows = m.starts.rows();
-        assert!(rows <= n && n <= out.len(), "{rows} rows into {n} of {} elements", out.len());
+        assert!(rows < m.starts.len() && rows <= n, "{rows} rows of {} starts into {n}", m.starts.len());
+        assert!(at + n <= out.len(), "{n} elements from {at} of {}", out.len());
         assert!(z.input.len() >= z.inputs && z.aux.len() >= z.len - z.inputs, "z shorter than its counts");
         let grid = blocks(n * SPMV_LANES as usize, THREADS);
         let (vars, coeffs, table) = (m.vars.ptr(), m.coeffs.ptr(), table.ptr());
         let (input, aux, inputs, rows, n, out) =
-            (z.input.ptr(), z.aux.ptr(), u32_arg(z.inputs), u32_arg(rows), u32_arg(n), out.ptr());
-        // SAFETY: the matrix was checked on read (src/r1cs/file.rs) or built by recording: its
-        // starts rise to its entries, every variable is below z's length, every coefficient
-        // index below the table's; `out` holds n >= rows elements (asserted), one for each row,
-        // SPMV_LANES threads a row.
+            (z.input.ptr(), z.aux.ptr(), u32_arg(z.inputs), u32_arg(rows), u32_arg(n), out.ptr_at(at));
+        // SAFETY: the matrix was checked on read (src/r1cs/file.rs) or built by recording, and
+        // `m` holds it whole or a chunk of its rows as uploaded (src/backend/cuda/r1cs.rs): the
+        // starts rise, the entries from starts[0] to starts[rows] are in `vars` and `coeffs`,
+        // every variable is below z's length, every coefficient index below the table's;
+        // `out` holds n >= rows elements from `at` (asserted), one for each row, SPMV_LANES
+        // threads per row.
         unsafe {
             match &m.starts {
                 DeviceStarts::Narrow(s) => self.g16_spmv_narrow(
