@@ -10,7 +10,7 @@
 // ---- the h stage (ntt/ntt.cuh)
 // Threads per block of every NTT kernel.
 #define NTT_THREADS 256
-// log2 of the elements in shared memory a block of a pass holds, and most stages a pass takes.
+// log2 of the elements in shared memory a block of a pass holds, and most stages per pass.
 #define LG_PASS 10
 #define LG_PASS_K 8
 // log2 of the low power table's length: c·b^e = hi[e >> LG_TW_LO] · lo[e & (2^LG_TW_LO − 1)].
@@ -23,7 +23,7 @@
 // ---- MSM buckets (msm/buckets.cuh)
 // Threads per block of the counting, scattering and offset kernels.
 #define MSM_THREADS 256
-// The binned scatter: at most BINS bins; threads per block, and digit words a thread takes.
+// The binned scatter: at most BINS bins; threads per block, and digit words per thread.
 #define BINS 256
 #define BIN_THREADS 512
 #define BIN_ITEMS 32

@@ -30,7 +30,7 @@ __device__ __noinline__ fp_t mul_sub(fp_t a, fp_t b, fp_t c, fp_t d)
 {   return fp_t::dot_product(a, b, -c, d);   }
 
 // 1/a = a^(p−2) for a ≠ 0 (Fermat), one thread alone: sppark's reciprocal pairs the lanes of
-// a warp. For the one inversion a block of the shifted bases' precompute (msm/shift.cuh).
+// a warp. For the one inversion per block of the shifted bases' precompute (msm/shift.cuh).
 __device__ __noinline__ fp_t inverse(fp_t a)
 {
     fp_t r = fp_t::one();

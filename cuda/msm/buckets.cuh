@@ -56,7 +56,7 @@ __device__ __forceinline__ uint32_t wide_windows(uint32_t c, uint32_t windows)
 #define NO_DIGIT 0xffffffffu
 
 // The entry of window w's digit `word` of scalar i: the index of the point, i in window w's
-// copy of shifted bases (window_points: points a copy) or i over plain bases (window_points =
+// copy of shifted bases (window_points: points per copy) or i over plain bases (window_points =
 // 0), with the digit's sign.
 __device__ __forceinline__ uint32_t entry(uint32_t word, uint32_t w, uint32_t window_points, uint32_t i)
 {   return (w * window_points + i) | (word & 0x80000000);   }

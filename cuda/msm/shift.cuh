@@ -3,7 +3,7 @@
 // Shifted bases: copy w of a set of bases holds 2^(offset of window w)·P for each base P, so
 // that window w's digit d adds d·2^(offset)·P as d times a point of copy w, and every window
 // sums into one set of buckets (buckets.cuh): a plan of c-bit windows then reduces 2^(c−1)
-// buckets once instead of once a window, and can take wider windows, hence fewer of them
+// buckets once instead of once per window, and can take wider windows, hence fewer of them
 // (ZPrize 2022's fastest MSMs precompute their bases this way). Copy w is made from copy
 // w − 1 by `doublings` doublings in XYZZ and back to affine, each block with one inversion
 // (Montgomery's trick over the block's prefix and suffix products).
@@ -15,7 +15,7 @@
 #include "../ec/xyzz.cuh"
 #include "../geometry.h"
 
-// 1/v for each thread's v ≠ 0, by one inversion a block: with prefix products P_t = v_0⋯v_t
+// 1/v for each thread's v ≠ 0, by one inversion per block: with prefix products P_t = v_0⋯v_t
 // and suffix products S_t = v_t⋯v_last, 1/v_t = P_{t−1}·S_{t+1}/P_last.
 template<class field>
 __device__ __forceinline__ field block_inverse(const field& v)
@@ -49,7 +49,7 @@ __device__ __forceinline__ field block_inverse(const field& v)
 }
 
 // out[i] = 2^doublings·in[i] for i < n, doublings ≥ 1, in affine form ((0, 0) at infinity).
-// Launched with SHIFT_THREADS threads a block.
+// Launched with SHIFT_THREADS threads per block.
 template<class field>
 __device__ __forceinline__ void msm_shift(const affine_t<field>* in, uint32_t n, uint32_t doublings,
                                           affine_t<field>* out)

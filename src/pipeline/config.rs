@@ -13,10 +13,10 @@ pub const MAX_QUEUE_DEPTH: usize = 1024;
 ///
 /// The threads a prover runs: `synthesis_threads` (circuits), `compute_threads` (the CPU
 /// backend's kernels: its h stage, and the five MSMs started at once, each of which runs on
-/// blst's own pool of one thread a core; the proofs' assembly and verification) and one
+/// blst's own pool of one thread per core; the proofs' assembly and verification) and one
 /// proving thread per device. The defaults give both pools every core: synthesis and
 /// proving overlap by design (the pipeline), and on a GPU prover the compute pool only
-/// assembles and verifies (about 2 ms a proof). With a single compute thread the CPU
+/// assembles and verifies (about 2 ms per proof). With a single compute thread the CPU
 /// backend's MSMs would run one after another (2.75 against 2.02 proofs/s at 2^14 on 2 cores).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Config {

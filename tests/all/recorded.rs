@@ -63,7 +63,7 @@ fn witness_only_proofs_equal_full_synthesis_and_bellperson_on_the_benchmark_shap
             .collect();
         let (witness_only, full) = prove_both_ways(shape.name(), &params, jobs, Chain::new(shape, lg_m, 0));
         // The aux alone, against a, b, c, the aux and the A and B scalars.
-        assert!(4 * witness_only <= full, "{}: {witness_only} bytes a partition against {full}", shape.name());
+        assert!(4 * witness_only <= full, "{}: {witness_only} bytes per partition against {full}", shape.name());
     }
 }
 

@@ -195,7 +195,7 @@ fn shift_for(shifted: bool, n: usize) -> Option<u32> {
     shifted.then(|| shifted_window_bits(n))
 }
 
-/// Copies of the bases on the device: one a window when shifted for `shift` bits, else one.
+/// Copies of the bases on the device: one per window when shifted for `shift` bits, else one.
 fn copies(shift: Option<u32>) -> usize {
     shift.map_or(1, windows_for)
 }

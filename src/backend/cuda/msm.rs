@@ -16,7 +16,7 @@ use super::ffi::Group;
 use super::plan::{window_width, windows_for, SHIFTED_WINDOW_BITS, WINDOW_BITS};
 
 /// Window bits for `n` points: the c that minimises the additions into buckets,
-/// n·⌈256/c⌉, plus the cost of reducing the buckets, about 6 mixed additions a bucket:
+/// n·⌈256/c⌉, plus the cost of reducing the buckets, about 6 mixed additions per bucket:
 /// 6·⌈256/c⌉·2^(c−1). A bucket's reduction is two full additions in the window segments and
 /// the last level's few partial sums (each full addition about 1.4 mixed ones); 6 is what
 /// the H200 measured (`gpu_report --msm-windows`: c = 16, 16 and 19 at 2^20, 2^22 and 2^24,
@@ -41,7 +41,7 @@ pub(crate) fn plan_window_bits(n: usize, shifted: bool) -> u32 {
     }
 }
 
-/// The c in `bits` that minimises n·⌈256/c⌉ + 6·sets·2^(c−1): a set of buckets a window, or
+/// The c in `bits` that minimises n·⌈256/c⌉ + 6·sets·2^(c−1): a set of buckets per window, or
 /// one set they all share.
 fn cheapest_window(n: usize, bits: std::ops::RangeInclusive<u32>, shared: bool) -> u32 {
     let cost = |c: u32| {

@@ -32,7 +32,7 @@ pub(crate) const SEGMENT_THREADS: usize = 1 << 16;
 pub(crate) const WINDOW_BITS: std::ops::RangeInclusive<u32> = 2..=21;
 /// Window bits of plans over shifted bases, whose windows share 2^(c−1) buckets: c ≤ 24.
 pub(crate) const SHIFTED_WINDOW_BITS: std::ops::RangeInclusive<u32> = 2..=24;
-/// Counts a block of the scan takes (geometry.h).
+/// Counts per block of the scan (geometry.h).
 pub(crate) const SCAN_TILE: usize = (SCAN_THREADS * SCAN_ITEMS) as usize;
 /// The scatter's most bins (buckets.cuh, geometry.h).
 pub(crate) const BINS: usize = geometry::BINS as usize;

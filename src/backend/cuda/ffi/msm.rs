@@ -21,7 +21,7 @@ use crate::backend::cuda::plan::{
 };
 use crate::error::Result;
 
-/// Digit words a block of the binned scatter takes in its first pass, and the runs of pairs
+/// Digit words per block of the binned scatter in its first pass, and the runs of pairs
 /// the second takes at once (enough runs that a warp's writes stay within a few bins'
 /// slots; refit with `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted`).
 const BIN_TILE: u32 = BIN_THREADS * BIN_ITEMS;
@@ -89,7 +89,7 @@ kernels! {
     /// `shift.cuh`), looked up with the group's suffix, `_g1` or `_g2`.
     SumKernels {
         /// Level 1 of the bucket sums: thread t sums entries [t·L, t·L + L) of the sorted
-        /// buckets' points, one slot a bucket it meets.
+        /// buckets' points, one slot per bucket it meets.
         fn g16_msm_sum_bases(
             bases: DevicePtr, entries: DevicePtr, off: DevicePtr, keys: u32, items: u32, l: u32, out: DevicePtr,
         );
@@ -274,8 +274,8 @@ pub(crate) struct Plan {
     pub(crate) c: u32,
     /// Windows: ⌈256/c⌉, so that the last signed digit's carry is absorbed.
     pub(crate) windows: u32,
-    /// Over shifted bases with this many points a copy: the windows share one set of
-    /// buckets, and window w's entries index copy w. `None`: plain bases, a set a window.
+    /// Over shifted bases with this many points per copy: the windows share one set of
+    /// buckets, and window w's entries index copy w. `None`: plain bases, a set per window.
     pub(crate) shifted: Option<usize>,
     /// Entries: the scalars' nonzero digits, one addition each.
     pub(crate) entries: usize,
@@ -288,7 +288,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Bucket sets, one sum each: one a window, or one for all over shifted bases.
+    /// Bucket sets, one sum each: one per window, or one for all over shifted bases.
     pub(crate) fn sets(&self) -> usize {
         if self.shifted.is_some() {
             1
@@ -319,8 +319,8 @@ impl MsmKernels {
     }
 
     /// Sorts the nonzero signed digits of `scalars[range]`, in windows of at most c bits, into
-    /// buckets in `scratch`: a set a window, whose entries index the range (from its start),
-    /// or, over `shifted` bases of that many points a copy, one set whose entries index the
+    /// buckets in `scratch`: a set per window, whose entries index the range (from its start),
+    /// or, over `shifted` bases of that many points per copy, one set whose entries index the
     /// copies. Waits once for the stream, to learn the fullest bucket (which sets the levels).
     ///
     /// # Panics
@@ -344,7 +344,7 @@ impl MsmKernels {
         assert!(scratch.room.covers(&need), "scratch not reserved for {n} points, c = {c}");
         assert!(need.entries <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
         let window_points = shifted.unwrap_or(0);
-        assert!(shifted.is_none_or(|copy| copy >= n && copy * windows < 1 << 31), "{shifted:?} points a copy");
+        assert!(shifted.is_none_or(|copy| copy >= n && copy * windows < 1 << 31), "{shifted:?} points per copy");
         let serial = scratch.planned.take().map_or(0, |p| p.serial + 1);
         let keys = need.keys;
         let window_keys = if shifted.is_some() { 0 } else { 1u32 << (c - 1) };
@@ -544,7 +544,7 @@ impl MsmKernels {
     }
 
     /// Σ over the planned buckets of `bases`: one Jacobian point per bucket set in `out`
-    /// (Σ_d d·bucket_d of that set), for the host to combine (a set a window), or the MSM
+    /// (Σ_d d·bucket_d of that set), for the host to combine (a set per window), or the MSM
     /// itself (one set over shifted bases).
     ///
     /// # Panics
@@ -673,7 +673,7 @@ impl MsmKernels {
     /// windows. Enqueued on `stream`.
     ///
     /// # Panics
-    /// If `c` is outside [`SHIFTED_WINDOW_BITS`] or `table` holds fewer than one copy a window.
+    /// If `c` is outside [`SHIFTED_WINDOW_BITS`] or `table` holds fewer than one copy per window.
     pub(crate) fn shift<G: Group>(
         &self,
         stream: &Stream,

@@ -28,7 +28,7 @@ kernels! {
     /// The h stage's kernels (`cuda/ntt/ntt.cuh`).
     NttKernels {
         /// One decimation-in-frequency pass, in place: sub-transforms of 2^s elements cut into
-        /// columns of 2^k, 2^lg_c columns a block.
+        /// columns of 2^k, 2^lg_c columns per block.
         fn g16_ntt_dif_pass(d_x: DevicePtr, lg_n: u32, s: u32, k: u32, lg_c: u32, tw: DevicePtr);
         /// The last pass, out of place into natural order, scaled by the power tables when
         /// they are given (null pointers: not scaled).
@@ -148,8 +148,8 @@ struct Pass {
     lg_c: u32,
 }
 
-/// The passes of a 2^lg_n transform (lg_n ≥ 1) with 2^lg_pass elements a block and at most
-/// lg_pass_k stages a pass: ⌈lg_n/lg_pass_k⌉ passes of balanced stage counts.
+/// The passes of a 2^lg_n transform (lg_n ≥ 1) with 2^lg_pass elements per block and at most
+/// lg_pass_k stages per pass: ⌈lg_n/lg_pass_k⌉ passes of balanced stage counts.
 fn passes(lg_n: u32, lg_pass: u32, lg_pass_k: u32) -> Vec<Pass> {
     let count = lg_n.div_ceil(lg_pass_k);
     let mut size = lg_n; // lg of the sub-transforms this pass cuts
@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn the_kernels_passes_and_natural_order_stores_give_the_cpu_transform() {
-        // The kernels' pass shape (2^10 elements a block, 8 stages a pass) and smaller ones,
+        // The kernels' pass shape (2^10 elements per block, 8 stages per pass) and smaller ones,
         // so that small transforms take several passes, several blocks and several columns.
         for (lg_pass, lg_pass_k) in [(LG_PASS, LG_PASS_K), (4, 3), (3, 2), (2, 1)] {
             for lg_n in 1..=if lg_pass == LG_PASS { 17 } else { 11 } {
