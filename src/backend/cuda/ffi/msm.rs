@@ -359,7 +359,7 @@ impl MsmKernels {
         let scalars = scalars.ptr_at(range.start);
         // SAFETY: the kernel reads the n scalars of `range` (inside `scalars`, asserted); its keys
         // w·window_keys + |d| − 1, with w < windows and |d| ≤ 2^(c−1), stay below `keys` (a
-        // set a window, or one with window_keys = 0) ≤ counts.len() (reserved), and it writes
+        // set per window, or one with window_keys = 0) ≤ counts.len() (reserved), and it writes
         // digits[w·n + i] for w < windows, i < n: below n·windows = need.entries ≤
         // digits.len() (reserved). windows = ⌈256/c⌉ keeps every window inside the scalar.
         unsafe {
@@ -428,11 +428,11 @@ impl MsmKernels {
         let (digits, cursor, entries) =
             (reserved(&scratch.digits), reserved(&scratch.cursor), reserved(&scratch.entries));
         let grid = blocks(s.n, THREADS) * s.windows as u32;
-        // SAFETY: block b reads
-        // digits[w·n + i] for w = b / ⌈n/THREADS⌉ < windows and i < n, the words count just
-        // wrote, so bucket `key` receives exactly counts[key] entries at offsets[key] +
-        // 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
-        // `entries` (asserted in `plan`). Each is w·window_points + i < 2^31, below the sign.
+        // SAFETY: block b reads digits[w·n + i] for w = b / ⌈n/THREADS⌉ < windows and i < n,
+        // the digit words the count kernel wrote for these counts, so bucket `key` receives
+        // exactly counts[key] entries at offsets[key] + 0..counts[key] (cursor starts at
+        // offsets[key]): all below the total, which fits `entries` (asserted in `plan`). Each
+        // entry is w·window_points + i < 2^31, below the sign bit.
         unsafe {
             let (n, window_points) = (u32_arg(s.n), u32_arg(s.window_points));
             self.k.g16_msm_scatter(grid, THREADS, stream, digits.ptr(), n, window_points, cursor.ptr(), entries.ptr())
@@ -450,9 +450,8 @@ impl MsmKernels {
         assert!(binned.len() >= 2 * total, "{total} binned entries for room of {}", binned.len() / 2);
         let (shift, bins) = bins_for(keys);
         assert!(bins <= bin_cursor.len(), "{bins} bins of the scatter");
-        // SAFETY: thread b < bins reads
-        // off[b << shift], b << shift < keys < offsets[0].len(), and writes bin_cursor[b]
-        // (asserted).
+        // SAFETY: thread b < bins reads off[b << shift], b << shift < keys < offsets[0].len(),
+        // and writes bin_cursor[b] (asserted).
         unsafe {
             self.k.g16_msm_bin_starts(
                 blocks(bins, THREADS),
@@ -466,12 +465,12 @@ impl MsmKernels {
         };
         let grid = blocks(windows * n, BIN_TILE);
         let (n, windows, window_points, bins) = (u32_arg(n), u32_arg(windows), u32_arg(window_points), u32_arg(bins));
-        // SAFETY: block t reads digits[j] for j < windows·n, the words count just wrote
-        // (need.entries ≤ digits.len()); a key's bin, key >> shift, is below `bins` ≤ BINS
+        // SAFETY: block t reads digits[j] for j < windows·n, the digit words the count kernel
+        // wrote (need.entries ≤ digits.len()); a key's bin, key >> shift, is below `bins` ≤ BINS
         // (its shared counts; asserted), and bin b receives exactly the counts of its keys,
         // from off[b << shift] on (bin_cursor), so every (key, entry) pair lands below the
         // total, inside `binned` (asserted). Each entry is w·window_points + i < 2^31
-        // (asserted), below the sign.
+        // (asserted), below the sign bit.
         unsafe {
             self.k.g16_msm_bin(
                 grid,
@@ -490,11 +489,11 @@ impl MsmKernels {
         let region = total.div_ceil(PLACE_REGIONS).next_multiple_of(32);
         let grid = blocks(PLACE_REGIONS * region, THREADS);
         let (total, regions, region) = (u32_arg(total), u32_arg(PLACE_REGIONS), u32_arg(region));
-        // SAFETY: thread
-        // (v, lane) reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod regions, when below
-        // the total and inside run r, so every pair `bin` wrote is read once, and bucket `key`
-        // receives exactly counts[key] entries at offsets[key] + 0..counts[key] (cursor starts
-        // at offsets[key]): all below the total, which fits `entries` (asserted).
+        // SAFETY: thread (v, lane) reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod
+        // regions, when below the total and inside run r, so every pair the bin kernel wrote
+        // is read once, and bucket `key` receives exactly counts[key] entries at offsets[key]
+        // + 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
+        // `entries` (asserted).
         unsafe {
             self.k.g16_msm_place(
                 grid,
@@ -576,11 +575,10 @@ impl MsmKernels {
             let grid = blocks(items.div_ceil(chunk), G::THREADS);
             let (items, l) = (u32_arg(items), u32_arg(chunk));
             if level == 1 {
-                // SAFETY: thread t <
-                // ⌈items/L⌉ sums items [t·L, t·L + L) ∩ [0, items): entries, each a point
-                // index below `indexed` ≤ bases.len() (asserted); it writes slot t + k for
-                // each bucket k those items meet, below ⌊items/L⌋ + keys = `written` ≤
-                // out.len() (asserted).
+                // SAFETY: thread t < ⌈items/L⌉ sums items [t·L, t·L + L) ∩ [0, items):
+                // entries, each a point index below `indexed` ≤ bases.len() (asserted); it
+                // writes slot t + k for each bucket k those items meet, below ⌊items/L⌋ + keys
+                // = `written` ≤ out.len() (asserted).
                 unsafe {
                     k.g16_msm_sum_bases(
                         grid,
@@ -617,9 +615,9 @@ impl MsmKernels {
         let last = offsets[plan.levels as usize].ptr();
         let grid = blocks(windows * per_window, G::THREADS);
         let (windows_arg, per_window_arg) = (u32_arg(windows), u32_arg(per_window));
-        // SAFETY: thread (w, s) reads the
-        // sums of nonempty buckets of window w at off[key] < off[keys], the last level's sum
-        // count, and writes segments[w·per_window + s], inside the room asserted.
+        // SAFETY: thread (w, s) reads the sums of the nonempty buckets of window w at
+        // off[key] < off[keys] (the last level's count of sums), and writes
+        // segments[w·per_window + s], inside the room asserted.
         unsafe {
             k.g16_msm_bucket_segments(
                 grid,
@@ -637,9 +635,9 @@ impl MsmKernels {
         while stride < per_window {
             let pairs = per_window.div_ceil(2 * stride);
             let grid = blocks(windows * pairs, G::THREADS);
-            // SAFETY: thread (w, q) adds segment
-            // w·per_window + 2q·stride + stride (when below per_window) into 2q·stride, all
-            // inside windows·per_window; no segment is both read and written in one launch.
+            // SAFETY: thread (w, q) adds segment w·per_window + 2q·stride + stride (when below
+            // per_window) into 2q·stride, all inside windows·per_window; no segment is both
+            // read and written in one launch.
             unsafe {
                 k.g16_msm_fold_segments(
                     grid,
@@ -688,9 +686,9 @@ impl MsmKernels {
         for w in 1..windows {
             let doublings = window_width(c, windows as u32, w as u32 - 1);
             let (input, out) = (table.ptr_at((w - 1) * n), table.ptr_at(w * n));
-            // SAFETY: thread i < n reads point i of copy
-            // w − 1 and writes point i of copy w, both inside the table (asserted); threads
-            // past n only take part in their block's inversion.
+            // SAFETY: thread i < n reads point i of copy w − 1 and writes point i of copy w,
+            // both inside the table (asserted); threads past n only take part in their
+            // block's inversion.
             unsafe {
                 G::kernels(self).g16_msm_shift(
                     blocks(n, SHIFT_THREADS),
