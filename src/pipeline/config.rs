@@ -12,12 +12,14 @@ pub const MAX_QUEUE_DEPTH: usize = 1024;
 /// everything is here.
 ///
 /// The threads a prover runs: `synthesis_threads` (circuits), `compute_threads` (the CPU
-/// backend's kernels: its h stage, and the five MSMs started at once, each of which runs on
-/// blst's own pool of one thread per core; the proofs' assembly and verification) and one
-/// proving thread per device. The defaults give both pools every core: synthesis and
-/// proving overlap by design (the pipeline), and on a GPU prover the compute pool only
-/// assembles and verifies (about 2 ms per proof). With a single compute thread the CPU
-/// backend's MSMs would run one after another (2.75 against 2.02 proofs/s at 2^14 on 2 cores).
+/// backend's h stage, the start of its five MSMs, each of which runs on blst's own pool of
+/// one thread per core, and every proof's assembly and verification) and one proving thread
+/// per device. The defaults give both pools every core. On a GPU prover the busy threads are
+/// the synthesis threads and the proving threads: the compute pool only assembles and
+/// verifies (about 2 ms per proof) and its threads sleep otherwise. On the CPU prover
+/// synthesis and proving overlap by design (the pipeline) and share the cores; a smaller
+/// compute pool measured slower there (`examples/prove`, 2 cores, 2^14: one compute thread
+/// 2.07 and 2.09 proofs/s, two 2.11, 2.18 and 2.19).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Config {
     /// Threads of the prover's own synthesis pool, 1..=[`MAX_THREADS`] (default: the machine's
