@@ -52,12 +52,17 @@ impl RowStarts {
         }
     }
 
+    /// Entries `entries(rows)` belong to the rows `rows`.
+    pub(crate) fn entries(&self, rows: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        match self {
+            RowStarts::Narrow(s) => s[rows.start] as usize..s[rows.end] as usize,
+            RowStarts::Wide(s) => s[rows.start] as usize..s[rows.end] as usize,
+        }
+    }
+
     /// Entries `range(i)` belong to row i.
     fn range(&self, i: usize) -> std::ops::Range<usize> {
-        match self {
-            RowStarts::Narrow(s) => s[i] as usize..s[i + 1] as usize,
-            RowStarts::Wide(s) => s[i] as usize..s[i + 1] as usize,
-        }
+        self.entries(i..i + 1)
     }
 
     /// Whether the starts rise from 0 to `entries`, as compressed sparse rows' do.
@@ -136,19 +141,26 @@ impl Matrix {
     pub(crate) fn chunks(&self, entries: usize) -> Option<Vec<usize>> {
         let entries = entries.max(1);
         let mut cuts = vec![0];
-        let mut first = 0;
+        // The chunk's first row and its first entry.
+        let (mut first, mut first_entry) = (0, 0);
         for i in 0..self.rows() {
             let row = self.starts.range(i);
             if row.len() > entries {
                 return None;
             }
-            if row.end - self.starts.range(first).start > entries || i - first == entries {
+            if row.end - first_entry > entries || i - first == entries {
                 cuts.push(i);
-                first = i;
+                (first, first_entry) = (i, row.start);
             }
         }
         cuts.push(self.rows());
         Some(cuts)
+    }
+
+    /// Entries of its longest row: the fewest a chunk of rows must take.
+    #[cfg(any(feature = "cuda", test))]
+    pub(crate) fn longest_row(&self) -> usize {
+        (0..self.rows()).map(|i| self.starts.range(i).len()).max().unwrap_or(0)
     }
 }
 
@@ -248,6 +260,12 @@ impl R1cs {
     /// Nonzero entries of A, B and C.
     pub fn entries(&self) -> [usize; 3] {
         [self.a.vars.len(), self.b.vars.len(), self.c.vars.len()]
+    }
+
+    /// Entries of the longest row of A, B and C: the fewest a streamed chunk must take.
+    #[cfg(any(feature = "cuda", test))]
+    pub(crate) fn longest_row(&self) -> usize {
+        [&self.a, &self.b, &self.c].iter().map(|m| m.longest_row()).max().unwrap_or(0)
     }
 
     /// Bytes the recording holds in memory (matrices, table, densities): what a backend
@@ -353,16 +371,17 @@ mod tests {
     fn chunks_cover_the_rows_within_their_limits_and_are_maximal() {
         let r1cs = R1cs::record(Ragged).unwrap();
         let a = &r1cs.a;
+        assert_eq!((a.longest_row(), r1cs.longest_row()), (6, 6), "rows of 0 to 6 entries in A");
         assert_eq!(a.chunks(5), None, "a row of 6 entries in chunks of 5");
         for entries in [6, 7, 13, 64, 1 << 20] {
             let cuts = a.chunks(entries).unwrap();
             assert_eq!((cuts[0], *cuts.last().unwrap()), (0, a.rows()));
             for w in cuts.windows(2) {
                 let (first, end) = (w[0], w[1]);
-                let taken = a.starts.range(end - 1).end - a.starts.range(first).start;
+                let taken = a.starts.entries(first..end).len();
                 assert!(first < end && end - first <= entries && taken <= entries, "{entries}: {w:?}");
                 if end < a.rows() {
-                    let one_more = a.starts.range(end).end - a.starts.range(first).start;
+                    let one_more = a.starts.entries(first..end + 1).len();
                     assert!(one_more > entries || end - first == entries, "{entries}: {w:?} could take a row more");
                 }
             }

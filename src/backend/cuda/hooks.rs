@@ -117,10 +117,9 @@ impl CudaBackend {
         let r1cs = key.r1cs.as_ref().ok_or(Error::InvalidKey("the key has no recorded constraints"))?;
         self.r1cs = None; // frees the device memory first
         let streamed = DeviceR1cs::streamed(r1cs, entries, &self.stream, &self.staging)?;
-        let longest = || r1cs.entries().into_iter().max().unwrap_or(0);
         self.r1cs = Some(streamed.ok_or_else(|| Error::Shape {
-            what: "entries per chunk (a row has more)",
-            expected: longest(),
+            what: "entries per chunk (at least the longest row's)",
+            expected: r1cs.longest_row(),
             got: entries,
         })?);
         Ok(())

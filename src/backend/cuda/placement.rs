@@ -55,8 +55,8 @@ enum Recording {
     Resident,
     /// In the largest power-of-two chunk that fits.
     Streamed,
-    /// In the smallest power-of-two chunk, from [`MIN_R1CS_CHUNK`] entries, that takes the
-    /// longest row.
+    /// In the smallest power-of-two chunk, of at least [`MIN_R1CS_CHUNK`] entries, that
+    /// takes the longest row.
     StreamedSmallest,
     /// Not at all: circuits are synthesized in full.
     Absent,
@@ -144,14 +144,17 @@ impl CudaBackend {
                 Err(e) => Err(e),
             };
         }
-        // The chunks' sizes, powers of two from the smallest to under the largest matrix's
-        // entries: streamed, tried largest first; smallest, smallest first.
-        let longest = r1cs.entries().into_iter().max().unwrap_or(0);
-        let mut chunks: Vec<usize> = std::iter::successors(Some(MIN_R1CS_CHUNK), |n| Some(n * 2))
-            .take_while(|&n| n == MIN_R1CS_CHUNK || n < longest)
+        // The chunks' sizes: powers of two from the smallest that takes the longest row (at
+        // least MIN_R1CS_CHUNK) to under the largest matrix's entries (a chunk that large is
+        // the whole matrix); streamed, tried largest first; smallest, only the smallest.
+        let smallest = MIN_R1CS_CHUNK.max(r1cs.longest_row().next_power_of_two());
+        let largest = r1cs.entries().into_iter().max().unwrap_or(0);
+        let mut chunks: Vec<usize> = std::iter::successors(Some(smallest), |n| Some(n * 2))
+            .take_while(|&n| n == smallest || n < largest)
             .collect();
-        if recording == Recording::Streamed {
-            chunks.reverse();
+        match recording {
+            Recording::Streamed => chunks.reverse(),
+            _ => chunks.truncate(1),
         }
         for entries in chunks {
             let streamed = self
@@ -163,11 +166,8 @@ impl CudaBackend {
                     self.r1cs = Some(held);
                     return Ok(true);
                 }
-                // A row longer than the chunk: only a larger one can take it.
-                Ok(None) if recording == Recording::StreamedSmallest => {}
-                Ok(None) => return Ok(false),
-                Err(Error::DeviceOutOfMemory { .. }) if recording == Recording::Streamed => {}
-                Err(Error::DeviceOutOfMemory { .. }) => return Ok(false),
+                // No row is longer than these chunks: only memory stops them.
+                Ok(None) | Err(Error::DeviceOutOfMemory { .. }) => {}
                 Err(e) => return Err(e),
             }
         }

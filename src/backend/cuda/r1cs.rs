@@ -51,16 +51,21 @@ pub(crate) struct DeviceR1cs {
     bytes: usize,
 }
 
+/// Bytes of `r1cs`'s three matrices.
+fn matrices_bytes(r1cs: &R1cs) -> usize {
+    [&r1cs.a, &r1cs.b, &r1cs.c].iter().map(|m| m.bytes()).sum()
+}
+
 /// Device bytes of what `r1cs` keeps on the device whether its matrices are resident or
-/// streamed: the table, the gathers' indices, the input.
+/// streamed: the table, the gathers' indices (the A scalars' with every input's too), the
+/// input.
 fn fixed_bytes(r1cs: &R1cs) -> usize {
-    let matrices: usize = [&r1cs.a, &r1cs.b, &r1cs.c].iter().map(|m| m.bytes()).sum();
-    r1cs.bytes() - matrices + 4 * r1cs.inputs + std::mem::size_of::<Scalar>() * r1cs.inputs
+    r1cs.bytes() - matrices_bytes(r1cs) + 4 * r1cs.inputs + std::mem::size_of::<Scalar>() * r1cs.inputs
 }
 
 /// Device bytes `r1cs` takes with its matrices resident.
 pub(crate) fn device_bytes(r1cs: &R1cs) -> usize {
-    r1cs.bytes() + 4 * r1cs.inputs + std::mem::size_of::<Scalar>() * r1cs.inputs
+    fixed_bytes(r1cs) + matrices_bytes(r1cs)
 }
 
 /// Device bytes `r1cs` takes with its matrices streamed in chunks of `entries`.
@@ -199,19 +204,12 @@ impl DeviceR1cs {
                         let (first, end) = (w[0], w[1]);
                         // The last chunk pads the rest of the domain with zeros.
                         let n = if k + 2 == cuts.len() { m - first } else { end - first };
-                        let chunk = match &matrix.starts {
-                            RowStarts::Narrow(s) => narrow.as_ref().map(|c| (c, s[first] as usize..s[end] as usize)),
-                            RowStarts::Wide(s) => wide.as_ref().map(|c| (c, s[first] as usize..s[end] as usize)),
+                        let buffers = match &matrix.starts {
+                            RowStarts::Narrow(_) => narrow.as_ref(),
+                            RowStarts::Wide(_) => wide.as_ref(),
                         };
-                        let (buffers, entries) = chunk.expect("buffers made for every width the matrices have");
-                        in_flight.extend(upload_chunk(
-                            stream,
-                            staging,
-                            matrix,
-                            (first, end),
-                            entries.clone(),
-                            buffers,
-                        )?);
+                        let buffers = buffers.expect("buffers made for every width the matrices have");
+                        in_flight.extend(upload_chunk(stream, staging, matrix, first..end, buffers)?);
                         kernels.spmv(stream, (buffers, end - first), &self.table, z, (first, n), out)?;
                     }
                 }
@@ -223,19 +221,21 @@ impl DeviceR1cs {
     }
 }
 
-/// Enqueues the copies of `matrix`'s rows `first..end` (their starts, and its entries
-/// `entries`) into `buffers`.
+/// Enqueues the copies of `matrix`'s rows `rows` (their starts and their entries) into
+/// `buffers`.
 fn upload_chunk<'a>(
     stream: &'a Stream,
     staging: &Staging,
     matrix: &'a Matrix,
-    (first, end): (usize, usize),
-    entries: std::ops::Range<usize>,
+    rows: std::ops::Range<usize>,
     buffers: &DeviceMatrix,
 ) -> Result<[InFlight<'a>; 3]> {
+    let entries = matrix.starts.entries(rows.clone());
     let starts = match (&matrix.starts, &buffers.starts) {
-        (RowStarts::Narrow(s), DeviceStarts::Narrow(d)) => upload(stream, staging, &s[first..=end], false, d)?,
-        (RowStarts::Wide(s), DeviceStarts::Wide(d)) => upload(stream, staging, &s[first..=end], false, d)?,
+        (RowStarts::Narrow(s), DeviceStarts::Narrow(d)) => {
+            upload(stream, staging, &s[rows.start..=rows.end], false, d)?
+        }
+        (RowStarts::Wide(s), DeviceStarts::Wide(d)) => upload(stream, staging, &s[rows.start..=rows.end], false, d)?,
         _ => unreachable!("buffers of the matrix's width"),
     };
     let vars = upload(stream, staging, &matrix.vars[entries.clone()], false, &buffers.vars)?;

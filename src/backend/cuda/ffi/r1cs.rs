@@ -22,6 +22,13 @@ impl DeviceStarts {
             DeviceStarts::Wide(s) => s.len(),
         }
     }
+
+    fn ptr(&self) -> DevicePtr {
+        match self {
+            DeviceStarts::Narrow(s) => s.ptr(),
+            DeviceStarts::Wide(s) => s.ptr(),
+        }
+    }
 }
 
 /// One matrix on the device, or a chunk of its rows: `starts[..=rows]` are the rows' starts
@@ -92,46 +99,18 @@ impl R1csKernels {
         let (vars, coeffs, table) = (m.vars.ptr(), m.coeffs.ptr(), table.ptr());
         let (input, aux, inputs, rows, n, out) =
             (z.input.ptr(), z.aux.ptr(), u32_arg(z.inputs), u32_arg(rows), u32_arg(n), out.ptr_at(at));
-        // SAFETY: the matrix was checked on read (src/r1cs/file.rs) or built by recording, and
-        // `m` holds it whole or a chunk of its rows as uploaded (src/backend/cuda/r1cs.rs): the
-        // starts rise, the entries from starts[0] to starts[rows] are in `vars` and `coeffs`,
-        // every variable is below z's length, every coefficient index below the table's;
-        // `out` holds n >= rows elements from `at` (asserted), one for each row, SPMV_LANES
-        // threads per row.
-        unsafe {
-            match &m.starts {
-                DeviceStarts::Narrow(s) => self.g16_spmv_narrow(
-                    grid,
-                    THREADS,
-                    stream,
-                    s.ptr(),
-                    vars,
-                    coeffs,
-                    table,
-                    input,
-                    aux,
-                    inputs,
-                    rows,
-                    n,
-                    out,
-                ),
-                DeviceStarts::Wide(s) => self.g16_spmv_wide(
-                    grid,
-                    THREADS,
-                    stream,
-                    s.ptr(),
-                    vars,
-                    coeffs,
-                    table,
-                    input,
-                    aux,
-                    inputs,
-                    rows,
-                    n,
-                    out,
-                ),
-            }
-        }
+        let launch = match &m.starts {
+            DeviceStarts::Narrow(_) => Self::g16_spmv_narrow,
+            DeviceStarts::Wide(_) => Self::g16_spmv_wide,
+        };
+        let starts = m.starts.ptr();
+        // SAFETY: the kernel is the one for the starts' width. The matrix was checked on read
+        // (src/r1cs/file.rs) or built by recording, and `m` holds it whole or a chunk of its
+        // rows as uploaded (src/backend/cuda/r1cs.rs): the starts rise, the entries from
+        // starts[0] to starts[rows] are in `vars` and `coeffs`, every variable is below z's
+        // length, every coefficient index below the table's; `out` holds n >= rows elements
+        // from `at` (asserted), one for each row, SPMV_LANES threads per row.
+        unsafe { launch(self, grid, THREADS, stream, starts, vars, coeffs, table, input, aux, inputs, rows, n, out) }
     }
 
     /// out[i] = z[vars[i]] for i < vars' length, enqueued on `stream`.
