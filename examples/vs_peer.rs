@@ -20,8 +20,10 @@ use rand::Rng;
 
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --params FILE --shape dense --lg-m K \\
-    [--proofs 8] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1] [--memory-limit GB]
-    [--witness-only 0|1]
+    [--proofs 8] [--batches 1] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1]
+    [--memory-limit GB] [--witness-only 0|1]
+`--batches N`: N batches of `--proofs` proofs one after the other, each reported on its own
+(one setup, several measurements).
 `--memory-limit`: the most device memory the backend may hold; a key that does not fit
 beside a partition's buffers is streamed from pinned host memory (the placement is printed).
 `--witness-only 1`: records the circuit's constraints (R1cs::record, timed) and attaches them
@@ -44,6 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--shape",
             "--lg-m",
             "--proofs",
+            "--batches",
             "--warmup",
             "--threads",
             "--depth",
@@ -60,6 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shape = Shape::parse(&flags.get("--shape", "dense".to_owned())?)?;
     let lg_m: u32 = flags.get("--lg-m", 18)?;
     let (proofs, warmup): (usize, usize) = (flags.get("--proofs", 8)?, flags.get("--warmup", 1)?);
+    let batches: usize = flags.get("--batches", 1)?;
     let defaults = Config::default();
     let threads = flags.get("--threads", defaults.synthesis_threads)?;
     let depth = flags.get("--depth", defaults.max_gpu_queue_depth)?;
@@ -136,7 +140,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         w.into_iter().collect::<Result<Vec<_>, _>>()?;
         prover.take_timings();
     }
-    let circuits: Vec<Chain> = (0..proofs).map(|_| circuit(&mut rng)).collect();
+    let verified = if timing { "skipped (timing-only key)" } else { "yes (every proof, by the prover)" };
+    for batch in 1..=batches {
+        let circuits: Vec<Chain> = (0..proofs).map(|_| circuit(&mut rng)).collect();
+        let label =
+            format!("shape={} lg_m={lg_m} batch={batch}/{batches} load_s={:.3}", shape.name(), load.as_secs_f64());
+        prove_batch(&prover, &circuits, &label, verified)?;
+    }
+    Ok(())
+}
+
+/// Proves `circuits` as one batch (fresh random r, s) and prints its report, its first line
+/// `ours backend=cuda {label} ... verified={verified}`.
+fn prove_batch(
+    prover: &Prover,
+    circuits: &[Chain],
+    label: &str,
+    verified: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (mut rng, proofs) = (rand::thread_rng(), circuits.len());
     let (unix_start, start) = (unix_now(), Instant::now());
     let pending: Vec<_> = circuits
         .iter()
@@ -157,13 +179,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => f64::NAN,
     };
     println!(
-        "ours backend=cuda shape={} lg_m={lg_m} proofs={proofs} load_s={:.3} batch_s={:.3} proofs_per_s={:.3} \
-         steady_proofs_per_s={steady:.3} verified={}",
-        shape.name(),
-        load.as_secs_f64(),
+        "ours backend=cuda {label} proofs={proofs} batch_s={:.3} proofs_per_s={:.3} \
+         steady_proofs_per_s={steady:.3} verified={verified}",
         wall.as_secs_f64(),
         proofs as f64 / wall.as_secs_f64(),
-        if timing { "skipped (timing-only key)" } else { "yes (every proof, by the prover)" },
     );
     let first_start = timings.iter().map(|t| t.device_start).min().unwrap_or_default();
     let span = ends.last().copied().unwrap_or_default().saturating_sub(first_start);
