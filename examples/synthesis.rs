@@ -1,6 +1,7 @@
 //! Synthesis of one benchmark shape, in full (the constraints evaluated as they are enforced)
 //! against witness-only (the constraints recorded once, left to the backend): time per
-//! partition with T threads each synthesizing their own partitions at once, and the host
+//! partition and partitions per second with T threads each synthesizing their own partitions
+//! at once (the host's own ceiling for a prover's throughput), and the host
 //! bytes per partition holds either way. No proof is made; the key only gives the lengths, so
 //! its points are all the identity.
 //!
@@ -27,8 +28,9 @@ const USAGE: &str =
     [--only full|witness|floor]
 Each of `--threads` threads synthesizes `--rounds` partitions one after the other, in full and then
 witness-only, then through bellpepper's WitnessCS (or only the one `--only` names: one process
-a measurement, for a profiler or to compare on a fresh process); prints the mean time a partition
-and the host bytes per partition holds.";
+a measurement, for a profiler or to compare on a fresh process); prints each run's partitions per
+second (the rate the host alone sustains: no prover goes faster), the mean time per partition and
+the host bytes per partition holds.";
 
 /// A key of `r1cs`'s lengths whose points are all the identity: synthesis reads only lengths.
 fn key_of_lengths(r1cs: &R1cs) -> ProvingKey {
@@ -47,9 +49,11 @@ fn key_of_lengths(r1cs: &R1cs) -> ProvingKey {
     ProvingKey::new(vk, g1(m - 1), g1(r1cs.num_aux()), g1(r1cs.a_query_len()), g1(r1cs.b_query_len()), b_g2)
 }
 
-/// Mean wall time a partition when `threads` threads each run `rounds` of `synthesize_one`.
-fn mean_per_partition(threads: usize, rounds: usize, synthesize_one: impl Fn(u64) + Sync) -> Duration {
+/// Mean wall time a partition when `threads` threads each run `rounds` of `synthesize_one`,
+/// and the wall time of them all.
+fn mean_per_partition(threads: usize, rounds: usize, synthesize_one: impl Fn(u64) + Sync) -> (Duration, Duration) {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("threads");
+    let start = Instant::now();
     let times: Vec<Duration> = pool.install(|| {
         (0..threads)
             .into_par_iter()
@@ -62,7 +66,7 @@ fn mean_per_partition(threads: usize, rounds: usize, synthesize_one: impl Fn(u64
             })
             .collect()
     });
-    times.iter().sum::<Duration>() / times.len() as u32
+    (times.iter().sum::<Duration>() / times.len() as u32, start.elapsed())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -102,6 +106,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Chain::new(shape, lg_m, x0).synthesize(&mut cs).expect("bellpepper's WitnessCS");
         })
     });
+    // All the partitions of each run that ran: the host's rate with no device in the way.
+    for (name, run) in [("full", full), ("witness-only", witness), ("WitnessCS", floor)] {
+        if let Some((_, wall)) = run {
+            let rate = (threads * rounds) as f64 / wall.as_secs_f64();
+            println!("{name}: {} partitions in {:.2} s, {rate:.2} per second", threads * rounds, wall.as_secs_f64());
+        }
+    }
+    let (full, witness, floor) = (full.map(|r| r.0), witness.map(|r| r.0), floor.map(|r| r.0));
     let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     let (bytes_full, bytes_witness) = (partition_bytes(&key, false)?, partition_bytes(&key, true)?);
     println!(
