@@ -91,7 +91,7 @@ fn synthesis(c: &mut Criterion) {
     let pool = PinnedPool::new(PoolConfig::default());
     let mut group = c.benchmark_group("synthesis");
     group.throughput(Throughput::Elements(1 << lg_m));
-    for shape in [Shape::Dense, Shape::Sparse, Shape::Sha256] {
+    for shape in [Shape::Dense, Shape::Sparse, Shape::Sha256, Shape::Sha256Native] {
         let key = timing_key(shape, lg_m, 1);
         let r1cs = R1cs::record(Chain::new(shape, lg_m, 0)).unwrap();
         group.bench_function(format!("{} chain 2^{lg_m}, full", shape.name()), |b| {

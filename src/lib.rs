@@ -49,6 +49,7 @@ pub mod backend;
 mod domain;
 mod error;
 mod file;
+pub mod gadgets;
 mod groth16;
 mod msm;
 mod pipeline;

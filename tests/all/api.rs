@@ -131,10 +131,12 @@ fn the_public_api_is_the_listed_one() {
         "bellpepper_core",
         "blstrs",
         "ff",
-        // The backends.
+        // The backends, and the gadgets with a native witness.
         "backend",
+        "gadgets",
     ];
     assert_eq!(exports("src/lib.rs"), list(&root), "the crate root's exports");
+    assert_eq!(exports("src/gadgets/mod.rs"), list(&["sha256"]), "gadgets' exports");
     let backend = ["Backend", "CpuBackend", "Evaluated", "MsmSums", "Witness", "cuda"];
     assert_eq!(exports("src/backend/mod.rs"), list(&backend), "backend's exports");
     let cuda = ["CudaBackend", "CudaDevice", "DeviceReport", "KeyPlacement", "PinnedAllocator"];

@@ -589,7 +589,7 @@ fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
     use crate::circuits::shapes::{Chain, Shape};
     use pinprove::R1cs;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(31);
-    for (shape, lg) in [(Shape::Dense, 10), (Shape::Sparse, 10), (Shape::Sha256, 15)] {
+    for (shape, lg) in [(Shape::Dense, 10), (Shape::Sparse, 10), (Shape::Sha256, 15), (Shape::Sha256Native, 15)] {
         let params = bp::generate_random_parameters::<blstrs::Bls12, _, _>(Chain::new(shape, lg, 0), &mut rng).unwrap();
         let key =
             pinprove::ProvingKey::from(&params).with_r1cs(R1cs::record(Chain::new(shape, lg, 0)).unwrap()).unwrap();

@@ -8,6 +8,7 @@ mod circuits;
 mod cuda;
 mod embedding;
 mod faults;
+mod gadgets;
 mod params;
 mod pipeline;
 mod pool;

@@ -53,7 +53,7 @@ fn randomness(rng: &mut ChaCha20Rng) -> (Scalar, Scalar) {
 #[test]
 fn witness_only_proofs_equal_full_synthesis_and_bellperson_on_the_benchmark_shapes() {
     let mut rng = ChaCha20Rng::seed_from_u64(25);
-    for (shape, lg_m) in [(Shape::Dense, 8), (Shape::Sparse, 8), (Shape::Sha256, 15)] {
+    for (shape, lg_m) in [(Shape::Dense, 8), (Shape::Sparse, 8), (Shape::Sha256, 15), (Shape::Sha256Native, 15)] {
         let params = bp::generate_random_parameters::<Bls12, _, _>(Chain::new(shape, lg_m, 0), &mut rng).unwrap();
         let jobs: Vec<_> = (1..3)
             .map(|x0| {
