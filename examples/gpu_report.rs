@@ -15,8 +15,8 @@ use common::flags::Flags;
 use common::timing_key::{g1_points, g2_points};
 use common::{pacing, report, MimcChain};
 use ff::Field;
-use pinprove::backend::cuda::{CudaBackend, CudaDevice};
-use pinprove::internal::cuda::{self, BasesLayout, MsmRun, Transform};
+use pinprove::backend::cuda::CudaDevice;
+use pinprove::internal::cuda::{self, BasesLayout, Bench, MsmRun, Transform};
 use pinprove::{generate_random_parameters, prepare_verifying_key};
 use pinprove::{Config, PinnedPool, PinnedVec, PoolConfig, Prover};
 use rayon::prelude::*;
@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let device = CudaDevice::open(0)?;
     println!("pinprove gpu_report on {} (device 0)", device.name());
-    let mut gpu = device.bare_backend()?;
+    let mut gpu = Bench::new(&device)?;
 
     h2d(&device, &mut gpu)?;
     ntt(&mut gpu, max_lg_ntt)?;
@@ -71,7 +71,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Pinned vs pageable H2D, best of five copies each.
-fn h2d(device: &CudaDevice, gpu: &mut CudaBackend) -> Result<(), Box<dyn std::error::Error>> {
+fn h2d(device: &CudaDevice, gpu: &mut Bench) -> Result<(), Box<dyn std::error::Error>> {
     println!("\nH2D bandwidth (best of 5)            pinned pool buffer   pageable Vec");
     let pool = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
     for lg in [21u32, 25, 27] {
@@ -97,7 +97,7 @@ fn h2d(device: &CudaDevice, gpu: &mut CudaBackend) -> Result<(), Box<dyn std::er
 /// Forward NTT device time per size (median of 3 after a warm-up) against the bound of one
 /// read and one write of the vector at device bandwidth, and the coset iNTT beside it (the
 /// h stage's last step: the transform and its scaling by g⁻ⁱ/m).
-fn ntt(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
+fn ntt(gpu: &mut Bench, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
     println!("\nNTT on the device (median of 3)   forward ms   bound ms   time/bound   coset iNTT ms");
     for lg in (16..=max_lg).step_by(2) {
         let n = 1usize << lg;
@@ -125,12 +125,7 @@ fn ntt(gpu: &mut CudaBackend, max_lg: u32) -> Result<(), Box<dyn std::error::Err
 /// median of 3 after a warm-up, split into the scalars' copy, the bucket sort (plan) and the
 /// sums; at each of `windows` (bits), or at the pipeline's choice when it is empty. Shifted
 /// bases are made for each size and window (their setup: upload and copies, wall time).
-fn msm(
-    gpu: &mut CudaBackend,
-    max_lg: u32,
-    windows: &[u32],
-    layouts: &[bool],
-) -> Result<(), Box<dyn std::error::Error>> {
+fn msm(gpu: &mut Bench, max_lg: u32, windows: &[u32], layouts: &[bool]) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "\nMSM on the device (median of 3)   bases    window   h2d ms   plan ms   sums ms   total ms   ns/point   setup s"
     );
@@ -155,16 +150,16 @@ struct MsmSizes<'a> {
 }
 
 /// A group's MSM on the device.
-type DeviceMsm<B, S> = fn(&mut CudaBackend, &B, &[Scalar], Option<u32>) -> pinprove::Result<(S, MsmRun)>;
+type DeviceMsm<B, S> = fn(&mut Bench, &B, &[Scalar], Option<u32>) -> pinprove::Result<(S, MsmRun)>;
 
 impl MsmSizes<'_> {
     /// One group's rows: each layout, size 2^20, 2^22, .. 2^max_lg and window choice.
     fn rows<P, B, S>(
         &self,
-        gpu: &mut CudaBackend,
+        gpu: &mut Bench,
         group: &str,
         points: &[P],
-        upload: fn(&mut CudaBackend, &[P], BasesLayout) -> pinprove::Result<B>,
+        upload: fn(&mut Bench, &[P], BasesLayout) -> pinprove::Result<B>,
         msm: DeviceMsm<B, S>,
     ) -> Result<(), pinprove::Error> {
         for &shifted in self.layouts {

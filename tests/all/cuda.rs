@@ -7,9 +7,9 @@ use bellperson::groth16 as bp;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use pinprove::backend::cuda::DeviceReport;
-use pinprove::backend::cuda::{CudaBackend, CudaDevice, KeyPlacement};
+use pinprove::backend::cuda::{CudaDevice, KeyPlacement};
 use pinprove::backend::{Backend, CpuBackend};
-use pinprove::internal::cuda::{window_bits, BasesLayout, G1Bases, G2Bases, Transform};
+use pinprove::internal::cuda::{window_bits, BasesLayout, Bench, G1Bases, G2Bases, Transform};
 use pinprove::internal::synthesize;
 use pinprove::internal::Domain;
 use pinprove::internal::{msm, CpuMsm};
@@ -72,26 +72,26 @@ fn scalars(kind: Scalars, n: usize, seed: u64) -> Vec<Scalar> {
 /// A group whose MSMs the device runs.
 trait DeviceMsm: CpuMsm + std::fmt::Debug {
     type Bases;
-    fn upload(gpu: &mut CudaBackend, bases: &[Self::Affine], layout: BasesLayout) -> pinprove::Result<Self::Bases>;
-    fn msm(gpu: &mut CudaBackend, bases: &Self::Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self>;
+    fn upload(gpu: &mut Bench, bases: &[Self::Affine], layout: BasesLayout) -> pinprove::Result<Self::Bases>;
+    fn msm(gpu: &mut Bench, bases: &Self::Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self>;
 }
 
 impl DeviceMsm for G1Projective {
     type Bases = G1Bases;
-    fn upload(gpu: &mut CudaBackend, bases: &[G1Affine], layout: BasesLayout) -> pinprove::Result<G1Bases> {
+    fn upload(gpu: &mut Bench, bases: &[G1Affine], layout: BasesLayout) -> pinprove::Result<G1Bases> {
         gpu.upload_g1_bases(bases, layout)
     }
-    fn msm(gpu: &mut CudaBackend, bases: &G1Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self> {
+    fn msm(gpu: &mut Bench, bases: &G1Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self> {
         gpu.msm_g1(bases, s, window).map(|(p, _)| p)
     }
 }
 
 impl DeviceMsm for G2Projective {
     type Bases = G2Bases;
-    fn upload(gpu: &mut CudaBackend, bases: &[G2Affine], layout: BasesLayout) -> pinprove::Result<G2Bases> {
+    fn upload(gpu: &mut Bench, bases: &[G2Affine], layout: BasesLayout) -> pinprove::Result<G2Bases> {
         gpu.upload_g2_bases(bases, layout)
     }
-    fn msm(gpu: &mut CudaBackend, bases: &G2Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self> {
+    fn msm(gpu: &mut Bench, bases: &G2Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self> {
         gpu.msm_g2(bases, s, window).map(|(p, _)| p)
     }
 }
@@ -109,7 +109,7 @@ fn verdict<G: PartialEq>(got: pinprove::Result<G>, expected: &G) -> Option<Strin
 /// failures. A case without a window runs over all of `bases` (shifted for the pipeline's
 /// choice); a case with one over its first n bases, shifted for that window.
 fn msm_cases<G: DeviceMsm>(
-    gpu: &mut CudaBackend,
+    gpu: &mut Bench,
     cases: &[(usize, Scalars, Option<u32>)],
     bases: &[G::Affine],
 ) -> Vec<String> {
@@ -147,7 +147,7 @@ const KINDS: [Scalars; 5] = [Scalars::Random, Scalars::Edges, Scalars::AllOne, S
 /// that differs.
 fn check_msm_cases(g1_cases: &[(usize, Scalars, Option<u32>)], g2_cases: &[(usize, Scalars, Option<u32>)]) {
     let device = CudaDevice::open(0).unwrap();
-    let mut gpu = device.bare_backend().unwrap();
+    let mut gpu = Bench::new(&device).unwrap();
     let largest = |cases: &[(usize, Scalars, Option<u32>)]| cases.iter().map(|c| c.0).max().unwrap_or(0);
     let g1_bases: Vec<G1Affine> = with_edges(g1_points(largest(g1_cases), 1));
     let mut failures = msm_cases::<G1Projective>(&mut gpu, g1_cases, &g1_bases);
@@ -207,7 +207,7 @@ fn gpu_msm_equals_cpu_msm_from_2_13_to_2_22() {
 /// An MSM of `n` random scalars over `distinct` bases repeated to n points, plain and shifted,
 /// against the CPU's MSM of the distinct bases with the scalars of each one's repeats summed:
 /// sizes whose CPU MSM would take minutes.
-fn tiled_msm_case<G: DeviceMsm>(gpu: &mut CudaBackend, distinct: &[G::Affine], n: usize) -> Vec<String>
+fn tiled_msm_case<G: DeviceMsm>(gpu: &mut Bench, distinct: &[G::Affine], n: usize) -> Vec<String>
 where
     G::Affine: Copy,
 {
@@ -232,7 +232,7 @@ where
 fn gpu_msm_equals_cpu_msm_at_2_24_over_repeated_bases() {
     // 2^24 points: the size at which shifted plans bin their entries before placing them.
     let device = CudaDevice::open(0).unwrap();
-    let mut gpu = device.bare_backend().unwrap();
+    let mut gpu = Bench::new(&device).unwrap();
     let mut failures = tiled_msm_case::<G1Projective>(&mut gpu, &with_edges(g1_points(1 << 16, 3)), 1 << 24);
     let g2 = tiled_msm_case::<G2Projective>(&mut gpu, &with_edges(g2_points(1 << 16, 4)), 1 << 24);
     failures.extend(g2.into_iter().map(|f| format!("G2: {f}")));
@@ -253,7 +253,7 @@ fn gpu_transforms_equal_the_cpu_for_2_14_to_2_24() {
 
 /// Every transform of random input, GPU against CPU, at each size 2^lg.
 fn check_transforms(lgs: std::ops::RangeInclusive<u64>) {
-    let mut gpu = CudaDevice::open(0).unwrap().bare_backend().unwrap();
+    let mut gpu = Bench::new(&CudaDevice::open(0).unwrap()).unwrap();
     let mut failures = Vec::new();
     for lg in lgs {
         let input = random_scalars(1 << lg, lg);
@@ -462,7 +462,7 @@ fn device_out_of_memory_is_typed_loses_nothing_and_the_device_stays_usable() {
     let tiny = device.clone().with_memory_limit(1 << 20);
     assert!(matches!(proofs_on(&tiny, &key, 1), Err(Error::DeviceOutOfMemory { .. })));
     // With the device itself nearly full.
-    let _current = device.bare_backend().unwrap(); // makes the context current here
+    let _current = Bench::new(&device).unwrap(); // makes the context current here
     let (free, _) = cust::memory::mem_get_info().unwrap();
     let blocker = cust::memory::DeviceBuffer::<u8>::zeroed(free - (4 << 20)).unwrap();
     let r = proofs_on(&device, &key, 1);

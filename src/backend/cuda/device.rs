@@ -1,14 +1,20 @@
 //! An opened CUDA device: its context, the lock its proving threads share, the pinning
-//! allocator of its pool, and what its backends report about it.
+//! allocator of its pool, and what its backends report about it; and one proving thread's
+//! hold on it ([`Gpu`]): the context current, the kernels, the streams, the staging chunks
+//! and the memory the backend may take.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use cust::context::Context;
+use cust::context::{Context, CurrentContext};
 use cust::device::Device;
+use cust::stream::{Stream, StreamFlags};
 use parking_lot::Mutex;
 
-use super::ffi::{from_cust, PinnedAllocator};
+use super::ffi::msm::MsmKernels;
+use super::ffi::ntt::NttKernels;
+use super::ffi::r1cs::R1csKernels;
+use super::ffi::{from_cust, memory_info, Fatbin, PinnedAllocator, Staging};
 use super::{CudaBackend, KeyPlacement};
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
@@ -109,7 +115,7 @@ impl CudaDevice {
 
     /// The allocator that makes a [`PinnedPool`] page-locked.
     pub fn pinned_allocator(&self) -> PinnedAllocator {
-        PinnedAllocator { ctx: self.ctx.clone() }
+        PinnedAllocator::new(self.ctx.clone())
     }
 
     /// A pool of page-locked buffers (portable to every device) with `config`'s limits.
@@ -124,15 +130,7 @@ impl CudaDevice {
     /// [`Error::DeviceOutOfMemory`] when the key and its working memory do not fit;
     /// [`Error::Cuda`] when the context, stream, kernels or staging buffers cannot be made.
     pub fn backend(&self, key: &ProvingKey) -> Result<CudaBackend> {
-        CudaBackend::new(self, Some(key))
-    }
-
-    /// A backend with no key, for transforms, MSMs of given bases and bandwidth reports.
-    ///
-    /// # Errors
-    /// As [`backend`](Self::backend).
-    pub fn bare_backend(&self) -> Result<CudaBackend> {
-        CudaBackend::new(self, None)
+        CudaBackend::new(self, key)
     }
 
     /// A factory for [`Prover::with_backends`](crate::Prover::with_backends): builds the
@@ -140,5 +138,81 @@ impl CudaDevice {
     pub fn backend_factory(&self) -> impl FnOnce(&ProvingKey) -> Result<CudaBackend> + Send + 'static {
         let device = self.clone();
         move |key| device.backend(key)
+    }
+}
+
+/// One proving thread's hold on a device: its context, made current on this thread, the
+/// kernels loaded into it, a stream for the kernels and one for copies beside them, the
+/// pinned staging chunks, and the device memory the backend may take. The module and the
+/// context are its last fields: they outlive the streams and chunks, and its owner drops its
+/// device buffers before it.
+#[derive(Debug)]
+pub(crate) struct Gpu {
+    pub(crate) ntt: NttKernels,
+    pub(crate) msm: MsmKernels,
+    pub(crate) r1cs: R1csKernels,
+    /// The kernels' stream.
+    pub(crate) stream: Stream,
+    /// Copies beside the kernels: the MSMs' scalars during the h stage, streamed bases.
+    pub(crate) copies: Stream,
+    pub(crate) staging: Staging,
+    pub(crate) budget: Budget,
+    _fatbin: Fatbin,
+    _ctx: Context,
+}
+
+impl Gpu {
+    /// Makes `device`'s context current on this thread and loads the kernels.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] when the context, streams, kernels or staging chunks cannot be made.
+    pub(crate) fn open(device: &CudaDevice) -> Result<Self> {
+        CurrentContext::set_current(&device.ctx).map_err(from_cust)?;
+        let budget = Budget { limit: device.memory_limit, free_at_start: memory_info()?.0 };
+        let fatbin = Fatbin::load()?;
+        Ok(Gpu {
+            ntt: NttKernels::new(&fatbin)?,
+            msm: MsmKernels::new(&fatbin)?,
+            r1cs: R1csKernels::new(&fatbin)?,
+            stream: Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?,
+            copies: Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?,
+            staging: Staging::new()?,
+            budget,
+            _fatbin: fatbin,
+            _ctx: device.ctx.clone(),
+        })
+    }
+
+    /// Waits for the kernels' stream before the owner's device buffers are freed (its
+    /// `Drop`): a kernel may still be reading them.
+    pub(crate) fn finish(&self) {
+        if let Err(e) = self.stream.synchronize() {
+            log::error!("CUDA stream failed at shutdown: {e}");
+        }
+    }
+}
+
+/// The device memory a backend may hold: all the device has, or the device's
+/// [memory limit](crate::backend::cuda::CudaDevice::with_memory_limit).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    pub(crate) limit: Option<usize>,
+    /// Free device memory before the backend allocated anything.
+    pub(crate) free_at_start: usize,
+}
+
+impl Budget {
+    /// Whether `more` bytes fit beside what the backend holds: in the device's free memory,
+    /// and within the limit.
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`] when they do not.
+    pub(crate) fn check(&self, more: usize) -> Result<()> {
+        let free = memory_info()?.0;
+        let held = self.free_at_start.saturating_sub(free);
+        if more > free || self.limit.is_some_and(|limit| held + more > limit) {
+            return Err(Error::DeviceOutOfMemory { requested: held + more });
+        }
+        Ok(())
     }
 }

@@ -1,31 +1,30 @@
-//! Bench and test hooks of the CUDA backend: single transforms, copies and MSMs over given
-//! bases, timed by device events, for `gpu_report` and the GPU tests; the pipeline does not
-//! use them.
+//! Bench and test hooks of the CUDA backend: a [`Bench`] on a device runs single transforms,
+//! copies and MSMs over given bases, timed by device events, for `gpu_report` and the GPU
+//! tests; the pipeline does not use it.
 
 use std::time::Duration;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cust::event::Event;
 
-use super::ffi::{download, from_cust, upload, DeviceVec, Group, G1, G2};
-use super::key::DeviceBases;
-use super::msm::shifted_window_bits;
-use super::ntt::Transform;
-use super::r1cs::DeviceR1cs;
-use super::schedule::Msms;
-use super::{elapsed, CudaBackend, MAX_WINDOWS};
+use super::device::{CudaDevice, Gpu};
+use super::ffi::msm::{Group, G1, G2};
+use super::ffi::{download, from_cust, upload, DeviceVec};
+use super::msm::{shifted_window_bits, window_range, DeviceBases, MsmScratch, Msms, MAX_WINDOWS};
+use super::ntt::{DeviceDomain, Transform};
+use super::partition::{elapsed, event};
 use crate::error::{Error, Result};
-use crate::groth16::ProvingKey;
 
-/// G1 bases of an MSM on the device, plain or with shifted copies, for
-/// [`CudaBackend::msm_g1`] (the proving key's own are uploaded by [`CudaDevice::backend`](super::CudaDevice::backend)).
+/// G1 bases of an MSM on the device, plain or with shifted copies, for [`Bench::msm_g1`]
+/// (the proving key's own are uploaded by [`CudaDevice::backend`]).
 #[derive(Debug)]
 pub struct G1Bases(DeviceBases<G1Affine>);
 
-/// G2 bases on the device, plain or with shifted copies, for [`CudaBackend::msm_g2`].
+/// G2 bases on the device, plain or with shifted copies, for [`Bench::msm_g2`].
 #[derive(Debug)]
 pub struct G2Bases(DeviceBases<G2Affine>);
 
-/// How [`CudaBackend::upload_g1_bases`] and `upload_g2_bases` lay bases out on the device.
+/// How [`Bench::upload_g1_bases`] and `upload_g2_bases` lay bases out on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BasesLayout {
     /// As they are: an MSM sums a set of buckets per window.
@@ -39,7 +38,7 @@ pub enum BasesLayout {
     },
 }
 
-/// Device times of one MSM run alone (from [`CudaBackend::msm_g1`] and `msm_g2`).
+/// Device times of one MSM run alone (from [`Bench::msm_g1`] and `msm_g2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmRun {
     /// Copying the scalars to the device.
@@ -50,28 +49,56 @@ pub struct MsmRun {
     pub sums: Duration,
 }
 
-impl CudaBackend {
+/// Single kernels on a device, for reports and tests: transforms, copies, MSMs of given
+/// bases, each timed by device events.
+#[derive(Debug)]
+pub struct Bench {
+    domain: Option<DeviceDomain>,
+    scratch: MsmScratch,
+    /// Marks around the work timed.
+    marks: [Event; 4],
+    /// The last field: the device's streams, kernels and context outlive every buffer above.
+    gpu: Gpu,
+}
+
+impl Bench {
+    /// A bench on `device` (its context becomes current on this thread).
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] when the context, streams, kernels or staging buffers cannot be made.
+    pub fn new(device: &CudaDevice) -> Result<Self> {
+        let gpu = Gpu::open(device)?;
+        Ok(Bench { domain: None, scratch: MsmScratch::default(), marks: [event()?, event()?, event()?, event()?], gpu })
+    }
+
+    /// Buffers and tables of domain size `m` (the last size's are freed first).
+    fn domain(&mut self, m: usize) -> Result<&mut DeviceDomain> {
+        if self.domain.as_ref().is_none_or(|d| d.size() != m) {
+            self.domain = None;
+            self.domain = Some(DeviceDomain::new(&self.gpu.ntt, m, &self.gpu.stream)?);
+        }
+        Ok(self.domain.as_mut().expect("just made"))
+    }
+
     /// Runs one transform of `v` (length a power of two) on the device, in place, and returns
-    /// the device time of the transform alone (copies excluded). For tests and reports; the
-    /// pipeline uses [`Backend::h`](crate::backend::Backend::h).
+    /// the device time of the transform alone (copies excluded).
     ///
     /// # Errors
     /// [`Error::Shape`] if `v.len()` is not a power of two; [`Error::Cuda`] on a device failure.
-    #[doc(hidden)]
     pub fn transform(&mut self, v: &mut [Scalar], transform: Transform) -> Result<Duration> {
         if !v.len().is_power_of_two() {
             let expected = v.len().next_power_of_two();
             return Err(Error::Shape { what: "transform length (a power of two)", expected, got: v.len() });
         }
         self.domain(v.len())?;
-        let Self { ntt, stream, staging, marks: events, domain, .. } = self;
+        let Self { gpu, marks, domain, .. } = self;
         let d = domain.as_mut().expect("made above");
-        upload(stream, staging, v, false, &d.abc[0])?.wait()?;
-        events[0].record(stream).map_err(from_cust)?;
-        d.transform(ntt, stream, 0, transform)?;
-        events[1].record(stream).map_err(from_cust)?;
-        download(stream, staging, &d.abc[0], v, false)?.wait()?;
-        elapsed(&events[0], &events[1])
+        upload(&gpu.stream, &gpu.staging, v, false, &d.abc[0])?.wait()?;
+        marks[0].record(&gpu.stream).map_err(from_cust)?;
+        d.transform(&gpu.ntt, &gpu.stream, 0, transform)?;
+        marks[1].record(&gpu.stream).map_err(from_cust)?;
+        download(&gpu.stream, &gpu.staging, &d.abc[0], v, false)?.wait()?;
+        elapsed(&marks[0], &marks[1])
     }
 
     /// Device time of copying `src` to the device (pinned memory goes by DMA directly, pageable
@@ -79,50 +106,16 @@ impl CudaBackend {
     ///
     /// # Errors
     /// [`Error::Cuda`] on a device failure.
-    #[doc(hidden)]
     pub fn time_h2d(&mut self, src: &[Scalar]) -> Result<Duration> {
         self.domain(src.len().next_power_of_two())?;
-        let Self { stream, staging, marks: events, domain, .. } = self;
+        let Self { gpu, marks, domain, .. } = self;
         let x = &domain.as_ref().expect("made above").abc[0];
-        events[0].record(stream).map_err(from_cust)?;
+        marks[0].record(&gpu.stream).map_err(from_cust)?;
         // Direct even for pageable memory: this measures the driver's own path.
-        upload(stream, staging, src, true, x)?.wait()?;
-        events[1].record(stream).map_err(from_cust)?;
-        stream.synchronize().map_err(from_cust)?;
-        elapsed(&events[0], &events[1])
-    }
-
-    /// Copies the h coefficients of the last partition (which stay on the device for the H
-    /// MSM) into `dst`, for checks against the CPU.
-    ///
-    /// # Errors
-    /// [`Error::Shape`] if no partition of `dst.len() + 1` was proved; [`Error::Cuda`].
-    #[doc(hidden)]
-    pub fn download_h(&mut self, dst: &mut [Scalar]) -> Result<()> {
-        let Self { stream, staging, domain, .. } = self;
-        let d = domain.as_ref().filter(|d| d.size() == dst.len() + 1);
-        let d = d.ok_or(Error::Shape { what: "h length + 1 (the domain size)", expected: 0, got: dst.len() + 1 })?;
-        download(stream, staging, &d.abc[0], dst, false)?.wait()
-    }
-
-    /// Streams `key`'s recorded constraints in chunks of `entries` entries and rows from now
-    /// on, in place of what the backend holds of them, as it does when they do not fit on
-    /// the device: for tests of streaming at sizes that fit.
-    ///
-    /// # Errors
-    /// [`Error::InvalidKey`] when `key` has no recording, [`Error::Shape`] when a row has
-    /// more than `entries` entries; [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
-    #[doc(hidden)]
-    pub fn stream_recorded_constraints(&mut self, key: &ProvingKey, entries: usize) -> Result<()> {
-        let r1cs = key.r1cs.as_ref().ok_or(Error::InvalidKey("the key has no recorded constraints"))?;
-        self.r1cs = None; // frees the device memory first
-        let streamed = DeviceR1cs::streamed(r1cs, entries, &self.stream, &self.staging)?;
-        self.r1cs = Some(streamed.ok_or_else(|| Error::Shape {
-            what: "entries per chunk (at least the longest row's)",
-            expected: r1cs.longest_row(),
-            got: entries,
-        })?);
-        Ok(())
+        upload(&gpu.stream, &gpu.staging, src, true, x)?.wait()?;
+        marks[1].record(&gpu.stream).map_err(from_cust)?;
+        gpu.stream.synchronize().map_err(from_cust)?;
+        elapsed(&marks[0], &marks[1])
     }
 
     /// Uploads G1 bases for [`msm_g1`](Self::msm_g1), laid out as `layout` says.
@@ -130,7 +123,6 @@ impl CudaBackend {
     /// # Errors
     /// [`Error::Shape`] if a shifted window is not in 2..=24; [`Error::DeviceOutOfMemory`],
     /// [`Error::Cuda`].
-    #[doc(hidden)]
     pub fn upload_g1_bases(&mut self, bases: &[G1Affine], layout: BasesLayout) -> Result<G1Bases> {
         self.upload_bases::<G1>(bases, layout).map(G1Bases)
     }
@@ -139,7 +131,6 @@ impl CudaBackend {
     ///
     /// # Errors
     /// As [`upload_g1_bases`](Self::upload_g1_bases).
-    #[doc(hidden)]
     pub fn upload_g2_bases(&mut self, bases: &[G2Affine], layout: BasesLayout) -> Result<G2Bases> {
         self.upload_bases::<G2>(bases, layout).map(G2Bases)
     }
@@ -153,18 +144,17 @@ impl CudaBackend {
         if let Some(c) = shifted {
             check_window(c, true, choice)?;
         }
-        DeviceBases::upload::<G>(bases, shifted, &self.msm, &self.stream, &self.staging)
+        DeviceBases::upload::<G>(bases, shifted, &self.gpu.msm, &self.gpu.stream, &self.gpu.staging)
     }
 
     /// Σ scalarsᵢ·basesᵢ in G1 on the device, with `window` bits per window (`None`: the
-    /// pipeline's choice, [`window_bits`](super::msm::window_bits), or the bits shifted bases were made for), and its
-    /// device times.
+    /// pipeline's choice, [`window_bits`](super::msm::window_bits), or the bits shifted bases
+    /// were made for), and its device times.
     ///
     /// # Errors
     /// [`Error::Shape`] if there are more scalars than bases, or `window` is not in 2..=21
     /// (plain bases) or not the bits of shifted ones; [`Error::DeviceOutOfMemory`],
     /// [`Error::Cuda`].
-    #[doc(hidden)]
     pub fn msm_g1(
         &mut self,
         bases: &G1Bases,
@@ -178,7 +168,6 @@ impl CudaBackend {
     ///
     /// # Errors
     /// As [`msm_g1`](Self::msm_g1).
-    #[doc(hidden)]
     pub fn msm_g2(
         &mut self,
         bases: &G2Bases,
@@ -202,11 +191,8 @@ impl CudaBackend {
         let c = window.unwrap_or(planned);
         match shifted {
             Some(_) if c != planned => {
-                return Err(Error::Shape {
-                    what: "MSM window bits (those of the shifted bases)",
-                    expected: planned as usize,
-                    got: c as usize,
-                });
+                let what = "MSM window bits (those of the shifted bases)";
+                return Err(Error::Shape { what, expected: planned as usize, got: c as usize });
             }
             Some(_) => {}
             None => check_window(c, false, planned)?,
@@ -214,11 +200,12 @@ impl CudaBackend {
         self.scratch.reserve::<C>(n, c, shifted.is_some())?;
         let device_scalars = DeviceVec::<Scalar>::new(n)?;
         let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
-        let Self { msm, stream, copies, staging, marks: ev, scratch, .. } = self;
+        let Self { gpu, marks: ev, scratch, .. } = self;
+        let stream = &gpu.stream;
         ev[0].record(stream).map_err(from_cust)?;
-        upload(stream, staging, scalars, false, &device_scalars)?.wait()?;
+        upload(stream, &gpu.staging, scalars, false, &device_scalars)?.wait()?;
         ev[1].record(stream).map_err(from_cust)?;
-        let msms = Msms { kernels: msm, stream, copies, staging, scratch };
+        let msms = Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch };
         let plan = msms.plan(&device_scalars, 0..n, (c, shifted))?;
         ev[2].record(stream).map_err(from_cust)?;
         let sum = msms.sum::<C>(&plan, &bases.points, &sums)?;
@@ -229,12 +216,18 @@ impl CudaBackend {
     }
 }
 
+impl Drop for Bench {
+    fn drop(&mut self) {
+        self.gpu.finish();
+    }
+}
+
 /// Whether `c` window bits suit plans over plain or `shifted` bases.
 ///
 /// # Errors
 /// [`Error::Shape`] if not, with `choice` as the expected value.
 fn check_window(c: u32, shifted: bool, choice: u32) -> Result<()> {
-    if super::plan::window_range(shifted).contains(&c) {
+    if window_range(shifted).contains(&c) {
         return Ok(());
     }
     let what = if shifted { "MSM window bits over shifted bases (2..=24)" } else { "MSM window bits (2..=21)" };

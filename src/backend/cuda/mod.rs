@@ -1,21 +1,22 @@
 //! The CUDA backend: the whole proof on an NVIDIA GPU, fed from pinned pool buffers.
 //!
-//! One [`CudaBackend`] per proving thread owns a stream, the kernels, the proving key's bases
-//! (uploaded once, resident: `key.rs`), the key's recorded constraints when it has them
-//! (`r1cs.rs`) and the device buffers of its partitions (allocated once, reused). Per
-//! partition: async H2D of a/b/c, then of the aux, A and B scalars on a second stream while
-//! the h stage (`ntt.rs`) runs; or, for a witness-only partition, H2D of the input and the
-//! aux alone, from which a, b, c and the A and B scalars are computed on the device (pinned
-//! buffers go straight to the DMA engine, pageable ones through two pinned staging chunks);
-//! the h stage leaves h on the device; the five MSMs (`msm.rs`), G2 included, on the device;
-//! the host only adds up each MSM's window sums (the pipeline assembles the proof on its
-//! compute pool). Every copy is guarded by an `InFlight` that waits for the stream, so
-//! buffers return to the pool only after the GPU is done with them. Timings come from CUDA
-//! events.
+//! One [`CudaBackend`] per proving thread holds the device (`device.rs`: its context,
+//! kernels, streams and staging chunks), the proving key as placed there (`key/`: its bases,
+//! resident or streamed, and its recorded constraints, `r1cs.rs`), and the device buffers of
+//! its partitions (`partition.rs`), all made once. Per partition: async H2D of a/b/c, then
+//! of the aux, A and B scalars on a second stream while the h stage (`ntt/`) runs; or, for a
+//! witness-only partition, H2D of the input and the aux alone, from which a, b, c and the A
+//! and B scalars are computed on the device (pinned buffers go straight to the DMA engine,
+//! pageable ones through two pinned staging chunks); the h stage leaves h on the device; the
+//! five MSMs (`msm/`), G2 included, on the device; the host only adds up each MSM's window
+//! sums (the pipeline assembles the proof on its compute pool). Every copy is guarded by an
+//! `InFlight` that waits for the stream, so buffers return to the pool only after the GPU is
+//! done with them. Timings come from CUDA events.
 //!
-//! Layers: `device.rs` (the device, its context and lock), `key.rs`, `r1cs.rs`, `ntt.rs`, `msm.rs`, and
-//! `ffi/`, the only raw driver calls and kernel launches. Data flows one way: the pipeline
-//! drives this backend through [`Backend`]; nothing here knows the pipeline.
+//! The folders mirror `cuda/`: `ntt/`, `msm/` and `r1cs.rs` are safe code; `ffi/` holds the
+//! only raw driver calls and the kernels' launches, and imports nothing from the rest of the
+//! backend. Data flows one way: the pipeline drives this backend through [`Backend`];
+//! nothing here knows the pipeline. `hooks.rs` times single kernels for the benches.
 //!
 //! ```no_run
 //! use pinprove::backend::cuda::CudaDevice;
@@ -31,194 +32,244 @@
 
 mod device;
 mod ffi;
-/// The launch geometry of `cuda/geometry.h`, which build.rs turns into these constants: the
-/// kernels and their launchers read one declaration. Values only nvcc reads (blocks per
-/// multiprocessor) are here too, unused.
-#[allow(dead_code)]
-pub(crate) mod geometry {
-    include!(concat!(env!("OUT_DIR"), "/geometry.rs"));
-}
 pub(crate) mod hooks;
 mod key;
 pub(crate) mod msm;
 pub(crate) mod ntt;
-mod placement;
-mod plan;
+mod partition;
 mod r1cs;
-mod schedule;
 
 pub use device::{CudaDevice, DeviceReport};
 pub use ffi::PinnedAllocator;
 pub use key::KeyPlacement;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use blstrs::{G1Projective, G2Projective, Scalar};
-use cust::context::{Context, CurrentContext};
-use cust::event::{Event, EventFlags};
-use cust::stream::{Stream, StreamFlags};
+use blstrs::Scalar;
+use cust::event::Event;
 use parking_lot::Mutex;
 
-use self::ffi::{
-    from_cust, mark, memory_info, upload, wait_for, DeviceVec, Fatbin, MsmKernels, MsmScratch, NttKernels,
-};
-use self::ffi::{R1csKernels, Staging, G1, G2};
-use self::key::{key_bytes, DeviceKey};
+use self::device::Gpu;
+use self::ffi::msm::{G1, G2};
+use self::ffi::{download, from_cust, mark, memory_info, upload, wait_for, DeviceVec, InFlight};
+use self::key::{g1_msm_lengths, key_bytes, HeldKey};
+use self::msm::Msms;
 use self::ntt::DeviceDomain;
-use self::placement::{g1_msm_lengths, Budget};
+use self::partition::{event, AbcSource, DeviceScalars, PartitionEvents, WindowSums};
 use self::r1cs::DeviceR1cs;
-use self::schedule::Msms;
 use super::Backend;
 use crate::error::{Error, Result};
-use crate::groth16::MsmSums;
-use crate::groth16::ProvingKey;
+use crate::groth16::{MsmSums, ProvingKey};
 use crate::synth::{Evaluated, Witness};
-use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
+use crate::timings::PartitionTimings;
 
-/// The scalars of a partition's L, A and B MSMs on the device.
-#[derive(Debug)]
-struct DeviceScalars {
-    aux: DeviceVec<Scalar>,
-    a: DeviceVec<Scalar>,
-    b: DeviceVec<Scalar>,
-}
-
-/// Most windows of any MSM (2-bit windows), so one output buffer serves them all.
-const MAX_WINDOWS: usize = 128;
-
-/// Events of one partition, recorded in this order on the kernels' stream (but
-/// `scalars_h2d`, on the copy stream).
-#[derive(Debug)]
-struct PartitionEvents {
-    start: Event,
-    /// After a, b, c's copies (or, witness-only, the input's and the aux').
-    h2d: Event,
-    /// After the recorded constraints' products and gathers (at `h2d` without them).
-    constraints: Event,
-    /// After each step of the h stage.
-    ntt: [Event; 4],
-    /// After each MSM.
-    msm: [Event; 5],
-    /// After the MSMs' scalars' copies, beside the h stage (not witness-only).
-    scalars_h2d: Event,
-}
-
-impl PartitionEvents {
-    fn new() -> Result<Self> {
-        let event = || Event::new(EventFlags::DEFAULT).map_err(from_cust);
-        let ntt = [event()?, event()?, event()?, event()?];
-        let msm = [event()?, event()?, event()?, event()?, event()?];
-        Ok(PartitionEvents { start: event()?, h2d: event()?, constraints: event()?, ntt, msm, scalars_h2d: event()? })
-    }
-}
-
-/// The whole proof on a CUDA device; see the module docs. A backend serves one proving key,
-/// the one it was made with ([`CudaDevice::backend`]) or, for a bare backend, the first it
-/// is given.
+/// The whole proof on a CUDA device; see the module docs. A backend serves the proving key
+/// it was made with ([`CudaDevice::backend`]).
 #[derive(Debug)]
 pub struct CudaBackend {
-    ntt: NttKernels,
-    msm: MsmKernels,
-    r1cs_kernels: R1csKernels,
-    stream: Stream,
-    /// Copies of streamed bases, beside the kernels on `stream`.
-    copies: Stream,
-    staging: Staging,
-    budget: Budget,
+    domain: DeviceDomain,
+    scalars: DeviceScalars,
+    held: HeldKey,
+    sums: WindowSums,
     events: PartitionEvents,
-    /// Marks of the single transforms, copies and MSMs the bench hooks time.
-    marks: [Event; 4],
     /// Recorded when the backend was made: partitions' device intervals are measured from it.
     epoch: Event,
-    domain: Option<DeviceDomain>,
-    key: Option<DeviceKey>,
-    scalars: Option<DeviceScalars>,
-    /// The key's recorded constraints, when it has them and they fit.
-    r1cs: Option<DeviceR1cs>,
-    scratch: MsmScratch,
-    /// Window sums of a G1 MSM and of the G2 one: each MSM downloads its sums before the
-    /// next one starts, so the four G1 MSMs share one buffer.
-    g1_sums: DeviceVec<G1Projective>,
-    g2_sums: DeviceVec<G2Projective>,
     lock: Arc<Mutex<()>>,
-    // The last fields: the module, and the context, outlive every buffer above.
-    _fatbin: Fatbin,
-    _ctx: Context,
+    /// The last field: the device's streams, kernels and context outlive every buffer above.
+    gpu: Gpu,
 }
 
 impl CudaBackend {
-    fn new(device: &CudaDevice, key: Option<&ProvingKey>) -> Result<Self> {
-        CurrentContext::set_current(&device.ctx).map_err(from_cust)?;
-        let budget = Budget { limit: device.memory_limit, free_at_start: memory_info()?.0 };
-        let fatbin = Fatbin::load()?;
-        let event = || Event::new(EventFlags::DEFAULT).map_err(from_cust);
-        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?;
-        let copies = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?;
-        let epoch = event()?;
-        epoch.record(&stream).map_err(from_cust)?;
-        let mut backend = CudaBackend {
-            ntt: NttKernels::new(&fatbin, "")?,
-            msm: MsmKernels::new(&fatbin)?,
-            r1cs_kernels: R1csKernels::new(&fatbin, "")?,
-            staging: Staging::new()?,
-            events: PartitionEvents::new()?,
-            marks: [event()?, event()?, event()?, event()?],
-            epoch,
-            domain: None,
-            key: None,
-            scalars: None,
-            r1cs: None,
-            scratch: MsmScratch::default(),
-            g1_sums: DeviceVec::new(MAX_WINDOWS)?,
-            g2_sums: DeviceVec::new(MAX_WINDOWS)?,
-            lock: Arc::clone(&device.lock),
-            stream,
-            copies,
-            budget,
-            _fatbin: fatbin,
-            _ctx: device.ctx.clone(),
-        };
-        if let Some(key) = key {
-            backend.hold(key)?;
-            let (free, total) = memory_info()?;
-            let mut report = device.report.lock();
-            let held = backend.key.as_ref().expect("just placed");
-            let shifted = held.placement() == KeyPlacement::Shifted;
-            report.key_bytes = key_bytes(key, g1_msm_lengths(key), false);
-            report.shifted_bytes = if shifted { key_bytes(key, g1_msm_lengths(key), true) } else { 0 };
-            report.key_placement = held.placement();
-            report.r1cs_bytes = backend.r1cs.as_ref().map_or(0, DeviceR1cs::bytes);
-            report.r1cs_chunk = backend.r1cs.as_ref().and_then(DeviceR1cs::chunk_entries);
-            report.key_upload = held.setup_time();
-            report.backend_bytes = backend.budget.free_at_start.saturating_sub(free);
-            report.memory_used = total - free;
-            report.memory_total = total;
+    /// A backend on `device` holding `key`: every buffer a partition needs, then the key's
+    /// recorded constraints and bases placed as they fit; reported to the device.
+    fn new(device: &CudaDevice, key: &ProvingKey) -> Result<Self> {
+        if key.bases_released() {
+            return Err(Error::InvalidKey("the key's bases were released: a backend is made from the whole key"));
         }
+        let gpu = Gpu::open(device)?;
+        let epoch = event()?;
+        epoch.record(&gpu.stream).map_err(from_cust)?;
+        let domain = DeviceDomain::new(&gpu.ntt, key.domain_size(), &gpu.stream)?;
+        let (scalars, sums, events) = (DeviceScalars::new(key)?, WindowSums::new()?, PartitionEvents::new()?);
+        gpu.budget.check(0)?;
+        let held = key::place(&gpu, key)?;
+        gpu.stream.synchronize().map_err(from_cust)?;
+        let lock = Arc::clone(&device.lock);
+        let backend = CudaBackend { domain, scalars, held, sums, events, epoch, lock, gpu };
+        backend.report(device, key)?;
         Ok(backend)
     }
 
-    fn domain(&mut self, m: usize) -> Result<&DeviceDomain> {
-        if self.domain.as_ref().is_none_or(|d| d.size() != m) {
-            self.domain = None; // free the old size first
-            self.domain = Some(DeviceDomain::new(&self.ntt, m, &self.stream)?);
+    /// Tells `device` where the key went and what the backend holds.
+    fn report(&self, device: &CudaDevice, key: &ProvingKey) -> Result<()> {
+        let (free, total) = memory_info()?;
+        let mut report = device.report.lock();
+        let (bases, r1cs) = (&self.held.bases, self.held.r1cs.as_ref());
+        let shifted = bases.placement() == KeyPlacement::Shifted;
+        report.key_bytes = key_bytes(key, g1_msm_lengths(key), false);
+        report.shifted_bytes = if shifted { key_bytes(key, g1_msm_lengths(key), true) } else { 0 };
+        report.key_placement = bases.placement();
+        report.r1cs_bytes = r1cs.map_or(0, DeviceR1cs::bytes);
+        report.r1cs_chunk = r1cs.and_then(DeviceR1cs::chunk_entries);
+        report.key_upload = bases.setup_time();
+        report.backend_bytes = self.gpu.budget.free_at_start.saturating_sub(free);
+        report.memory_used = total - free;
+        report.memory_total = total;
+        Ok(())
+    }
+
+    /// The h stage of `w`, the device's lock held: the witness up, the recorded constraints'
+    /// products when a, b, c are not evaluated, the transforms, and the MSMs' scalars up
+    /// beside them.
+    fn h_stage(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> Result<()> {
+        let m = key.domain_size();
+        if m != self.domain.size() {
+            return Err(Error::Backend(format!(
+                "a partition of 2^{} for a backend of another key",
+                m.trailing_zeros()
+            )));
         }
-        Ok(self.domain.as_ref().expect("just made"))
+        let source = AbcSource::of(w, self.held.r1cs.is_some())?;
+        let Self { gpu, domain, scalars, held, events: ev, .. } = self;
+        ev.start.record(&gpu.stream).map_err(from_cust)?;
+        let mut in_flight = upload_witness(gpu, source, w, &domain.abc, scalars, held.r1cs.as_ref())?;
+        ev.h2d.record(&gpu.stream).map_err(from_cust)?;
+        if let (AbcSource::Recorded, Some(r)) = (source, held.r1cs.as_mut()) {
+            let scalars_out = [&scalars.a, &scalars.b];
+            r.evaluate(&gpu.r1cs, (&gpu.stream, &gpu.staging), &scalars.aux, (&domain.abc, m), scalars_out)?;
+        }
+        ev.constraints.record(&gpu.stream).map_err(from_cust)?;
+        let abc_ready = mark(&gpu.stream)?;
+        domain.h(&gpu.ntt, &gpu.stream, &ev.ntt)?;
+        if let AbcSource::Evaluated(e) = source {
+            in_flight.extend(upload_scalars(gpu, (w, e), scalars, abc_ready, &ev.scalars_h2d)?);
+        }
+        // The copies read the witness's buffers: they are done before these can go back to
+        // the pool.
+        in_flight.into_iter().try_for_each(InFlight::wait)?;
+        ev.add_h_stage(source, t)
+    }
+
+    /// The five MSMs, the device's lock held.
+    fn msms(&mut self, key: &ProvingKey, t: &mut PartitionTimings) -> Result<MsmSums> {
+        let Self { gpu, domain, scalars: s, held, sums, events: ev, epoch, .. } = self;
+        let (stream, m) = (&gpu.stream, &ev.msm);
+        let msms =
+            Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch: &held.scratch };
+        let [h, l, a, b_g1] = held.bases.g1();
+        let (h, _) = msms.msm::<G1>(&domain.abc[0], key.domain_size() - 1, h, &sums.g1, None)?;
+        m[0].record(stream).map_err(from_cust)?;
+        let (l, _) = msms.msm::<G1>(&s.aux, key.num_aux(), l, &sums.g1, None)?;
+        m[1].record(stream).map_err(from_cust)?;
+        let (a, _) = msms.msm::<G1>(&s.a, key.a_len(), a, &sums.g1, None)?;
+        m[2].record(stream).map_err(from_cust)?;
+        let (b_g1, plan) = msms.msm::<G1>(&s.b, key.b_len(), b_g1, &sums.g1, None)?;
+        m[3].record(stream).map_err(from_cust)?;
+        let (b_g2, _) = msms.msm::<G2>(&s.b, key.b_len(), held.bases.b_g2(), &sums.g2, plan)?;
+        m[4].record(stream).map_err(from_cust)?;
+        ev.add_msms(epoch, t)?;
+        Ok(MsmSums { h, l, a, b_g1, b_g2 })
+    }
+
+    /// Copies the h coefficients of the last partition (which stay on the device for the H
+    /// MSM) into `dst`, for checks against the CPU.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `dst` is not the domain less one long; [`Error::Cuda`].
+    #[doc(hidden)]
+    pub fn download_h(&mut self, dst: &mut [Scalar]) -> Result<()> {
+        let m = self.domain.size();
+        if dst.len() + 1 != m {
+            return Err(Error::Shape { what: "h length + 1 (the domain size)", expected: m, got: dst.len() + 1 });
+        }
+        download(&self.gpu.stream, &self.gpu.staging, &self.domain.abc[0], dst, false)?.wait()
+    }
+
+    /// Streams `key`'s recorded constraints in chunks of `entries` entries and rows from now
+    /// on, in place of what the backend holds of them, as it does when they do not fit on
+    /// the device: for tests of streaming at sizes that fit.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] when `key` has no recording, [`Error::Shape`] when a row has
+    /// more than `entries` entries; [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
+    #[doc(hidden)]
+    pub fn stream_recorded_constraints(&mut self, key: &ProvingKey, entries: usize) -> Result<()> {
+        let r1cs = key.r1cs.as_ref().ok_or(Error::InvalidKey("the key has no recorded constraints"))?;
+        self.held.r1cs = None; // frees the device memory first
+        let streamed = DeviceR1cs::streamed(r1cs, entries, &self.gpu.stream, &self.gpu.staging)?;
+        self.held.r1cs = Some(streamed.ok_or_else(|| Error::Shape {
+            what: "entries per chunk (at least the longest row's)",
+            expected: r1cs.longest_row(),
+            got: entries,
+        })?);
+        Ok(())
     }
 }
 
-/// Where a partition's a, b, c come from.
-#[derive(Clone, Copy)]
-enum Source<'a> {
-    /// Synthesis evaluated them (and the A and B scalars): copied up.
-    Evaluated(&'a Evaluated),
-    /// Computed on the device from the witness and the key's recorded constraints.
-    Recorded(&'a DeviceR1cs),
+/// Enqueues the copies of what the h stage reads, on the kernels' stream: a, b and c, or,
+/// witness-only, the input and the aux (the L MSM's scalars), from which a, b, c and the A
+/// and B scalars are computed on the device. Pinned buffers go by DMA directly; fallback
+/// (pageable) ones through the staging chunks.
+fn upload_witness<'a>(
+    gpu: &'a Gpu,
+    source: AbcSource<'a>,
+    w: &'a Witness,
+    abc: &[DeviceVec<Scalar>; 3],
+    scalars: &DeviceScalars,
+    r1cs: Option<&DeviceR1cs>,
+) -> Result<Vec<InFlight<'a>>> {
+    let (stream, staging) = (&gpu.stream, &gpu.staging);
+    let mut in_flight = Vec::with_capacity(6);
+    match (source, r1cs) {
+        (AbcSource::Evaluated(e), _) => {
+            for (src, dst) in [&e.abc.a, &e.abc.b, &e.abc.c].into_iter().zip(abc) {
+                in_flight.push(upload(stream, staging, src, src.is_pinned(), dst)?);
+            }
+        }
+        (AbcSource::Recorded, Some(r)) => {
+            in_flight.push(upload(stream, staging, &w.input, false, &r.input)?);
+            in_flight.push(upload(stream, staging, &w.aux, w.aux.is_pinned(), &scalars.aux)?);
+        }
+        (AbcSource::Recorded, None) => unreachable!("a recorded source is chosen only with the recording held"),
+    }
+    Ok(in_flight)
 }
 
-fn elapsed(start: &Event, end: &Event) -> Result<Duration> {
-    let ms = end.elapsed_time_f32(start).map_err(from_cust)?;
-    Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+/// Enqueues the copies of the MSMs' scalars on the copy stream, after a, b, c's (`abc_ready`;
+/// one copy at a time, at the whole bandwidth) while the h stage runs, and makes the kernels'
+/// stream wait for them; records `done` after them.
+fn upload_scalars<'a>(
+    gpu: &'a Gpu,
+    (w, e): (&'a Witness, &'a Evaluated),
+    s: &DeviceScalars,
+    abc_ready: Event,
+    done: &Event,
+) -> Result<Vec<InFlight<'a>>> {
+    let (copies, staging) = (&gpu.copies, &gpu.staging);
+    wait_for(copies, abc_ready)?;
+    let mut in_flight = Vec::with_capacity(3);
+    for (src, dst) in [(&w.aux, &s.aux), (&e.a_scalars, &s.a), (&e.b_scalars, &s.b)] {
+        in_flight.push(upload(copies, staging, src, src.is_pinned(), dst)?);
+    }
+    done.record(copies).map_err(from_cust)?;
+    wait_for(&gpu.stream, mark(copies)?)?;
+    Ok(in_flight)
+}
+
+/// Runs `f` holding the device's lock, adding the wait for it and the hold to `t`.
+fn locked<R>(
+    lock: &Mutex<()>,
+    t: &mut PartitionTimings,
+    f: impl FnOnce(&mut PartitionTimings) -> Result<R>,
+) -> Result<R> {
+    let waited = Instant::now();
+    let _device = lock.lock();
+    t.gpu_lock_wait += waited.elapsed();
+    let held = Instant::now();
+    let result = f(t);
+    t.gpu_lock_held += held.elapsed();
+    result
 }
 
 impl Backend for CudaBackend {
@@ -231,150 +282,30 @@ impl Backend for CudaBackend {
         true
     }
 
-    /// Once the key is held: its bases are on the device, or in the backend's own pinned
-    /// copy when they are streamed.
+    /// Its bases are on the device, or in the backend's own pinned copy when they are
+    /// streamed.
     fn holds_bases(&self) -> bool {
-        self.key.is_some()
+        true
     }
 
     /// When the key's recorded constraints are held: products and gathers on the device.
     fn evaluates_recorded_constraints(&self) -> bool {
-        self.r1cs.is_some()
+        self.held.r1cs.is_some()
     }
 
     fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
         let lock = Arc::clone(&self.lock);
-        let waited = Instant::now();
-        let _device = lock.lock();
-        t.gpu_lock_wait += waited.elapsed();
-        let held = Instant::now();
-        if self.key.is_none() {
-            self.hold(key)?;
-        }
-        self.domain(key.domain_size())?;
-        let m = key.domain_size();
-        let Self { ntt, r1cs_kernels, stream, copies, staging, events: ev, domain, scalars, r1cs, .. } = self;
-        let d = domain.as_mut().expect("made above");
-        let s = scalars.as_ref().expect("made with the key");
-        let source = match (&w.evaluated, r1cs.as_ref()) {
-            (Some(e), _) => Source::Evaluated(e),
-            (None, Some(r)) => Source::Recorded(r),
-            (None, None) => {
-                return Err(Error::Backend("a witness-only partition, no recorded constraints held".into()))
-            }
-        };
-        ev.start.record(stream).map_err(from_cust)?;
-        // Pinned buffers go by DMA directly; fallback (pageable) ones through the staging
-        // chunks. First what the h stage reads, on its stream: a, b and c, or, witness-only,
-        // the input and the aux (the L MSM's scalars), from which a, b, c and the A and B
-        // scalars are computed here.
-        let mut in_flight = Vec::with_capacity(6);
-        match source {
-            Source::Evaluated(e) => {
-                for (src, dst) in [&e.abc.a, &e.abc.b, &e.abc.c].into_iter().zip(&d.abc) {
-                    in_flight.push(upload(stream, staging, src, src.is_pinned(), dst)?);
-                }
-            }
-            Source::Recorded(r) => {
-                in_flight.push(upload(stream, staging, &w.input, false, &r.input)?);
-                in_flight.push(upload(stream, staging, &w.aux, w.aux.is_pinned(), &s.aux)?);
-            }
-        }
-        ev.h2d.record(stream).map_err(from_cust)?;
-        if let Source::Recorded(r) = source {
-            r.evaluate(r1cs_kernels, stream, staging, &s.aux, (&d.abc, m), [&s.a, &s.b])?;
-        }
-        ev.constraints.record(stream).map_err(from_cust)?;
-        let abc_ready = mark(stream)?;
-        d.h(ntt, stream, &ev.ntt)?;
-        if let Source::Evaluated(e) = source {
-            // The MSMs' scalars on the copy stream while the h stage runs, after a, b, c (one
-            // copy at a time, at the whole bandwidth): `msm`'s stream waits for them.
-            wait_for(copies, abc_ready)?;
-            for (src, dst) in [(&w.aux, &s.aux), (&e.a_scalars, &s.a), (&e.b_scalars, &s.b)] {
-                in_flight.push(upload(copies, staging, src, src.is_pinned(), dst)?);
-            }
-            ev.scalars_h2d.record(copies).map_err(from_cust)?;
-            wait_for(stream, mark(copies)?)?;
-        }
-        // The copies read the witness's buffers: they are done before these can go back to
-        // the pool.
-        in_flight.into_iter().try_for_each(ffi::InFlight::wait)?;
-        t.h2d += match source {
-            Source::Recorded(_) => elapsed(&ev.start, &ev.h2d)?,
-            Source::Evaluated(_) => elapsed(&ev.start, &ev.scalars_h2d)?,
-        };
-        t.constraints += elapsed(&ev.h2d, &ev.constraints)?;
-        let n = &ev.ntt;
-        let steps = NttSteps {
-            intt: elapsed(&ev.constraints, &n[0])?,
-            coset_ntt: elapsed(&n[0], &n[1])?,
-            quotient: elapsed(&n[1], &n[2])?,
-            coset_intt: elapsed(&n[2], &n[3])?,
-        };
-        t.ntt += steps.total();
-        t.ntt_steps = steps;
-        t.gpu_lock_held += held.elapsed();
-        Ok(())
+        locked(&lock, t, |t| self.h_stage(key, w, t))
     }
 
     fn msm(&mut self, key: &ProvingKey, _: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let lock = Arc::clone(&self.lock);
-        let waited = Instant::now();
-        let _device = lock.lock();
-        t.gpu_lock_wait += waited.elapsed();
-        let held = Instant::now();
-        let Self {
-            msm,
-            stream,
-            copies,
-            events: ev,
-            epoch,
-            domain,
-            key: device_key,
-            scalars,
-            scratch,
-            g1_sums,
-            g2_sums,
-            staging,
-            ..
-        } = self;
-        let (d, k) = (domain.as_ref().expect("made by h"), device_key.as_ref().expect("held since h"));
-        let s = scalars.as_ref().expect("made with the key");
-        let m = &ev.msm;
-        let msms = Msms { kernels: msm, stream, copies, staging, scratch };
-        let [h, l, a, b_g1] = k.g1();
-        let (h, _) = msms.msm::<G1>(&d.abc[0], key.domain_size() - 1, h, g1_sums, None)?;
-        m[0].record(stream).map_err(from_cust)?;
-        let (l, _) = msms.msm::<G1>(&s.aux, key.num_aux(), l, g1_sums, None)?;
-        m[1].record(stream).map_err(from_cust)?;
-        let (a, _) = msms.msm::<G1>(&s.a, key.a_len(), a, g1_sums, None)?;
-        m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan) = msms.msm::<G1>(&s.b, key.b_len(), b_g1, g1_sums, None)?;
-        m[3].record(stream).map_err(from_cust)?;
-        let (b_g2, _) = msms.msm::<G2>(&s.b, key.b_len(), k.b_g2(), g2_sums, plan)?;
-        m[4].record(stream).map_err(from_cust)?;
-        let result = MsmSums { h, l, a, b_g1, b_g2 };
-        let steps = MsmSteps {
-            h: elapsed(&ev.ntt[3], &m[0])?,
-            l: elapsed(&m[0], &m[1])?,
-            a: elapsed(&m[1], &m[2])?,
-            b_g1: elapsed(&m[2], &m[3])?,
-            b_g2: elapsed(&m[3], &m[4])?,
-        };
-        t.msm += steps.total();
-        t.msm_steps = steps;
-        t.device_start = elapsed(epoch, &ev.start)?;
-        t.device_end = elapsed(epoch, &m[4])?;
-        t.gpu_lock_held += held.elapsed();
-        Ok(result)
+        locked(&lock, t, |t| self.msms(key, t))
     }
 }
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        if let Err(e) = self.stream.synchronize() {
-            log::error!("CUDA stream failed at shutdown: {e}");
-        }
+        self.gpu.finish();
     }
 }

@@ -2,26 +2,27 @@
 //! indices uploaded once, and the matrices too where they fit (resident beside the key's
 //! bases), else copied up a chunk of rows at a time each partition (streamed). Per
 //! partition the input and aux are copied up, and a, b, c and the A and B scalars are
-//! computed there (`cuda/r1cs/spmv.cuh`), so the host sends 32 bytes per variable, and the
-//! matrices' bytes when they are streamed.
+//! computed there (`cuda/r1cs/spmv.cuh`, launched by `ffi/r1cs.rs`), so the host sends 32
+//! bytes per variable, and the matrices' bytes when they are streamed.
 
 use std::sync::Arc;
 
 use blstrs::Scalar;
 use cust::stream::Stream;
 
-use super::ffi::{upload, DeviceMatrix, DeviceStarts, DeviceVec, HostElem, InFlight, R1csKernels, Staging, Z};
+use crate::backend::cuda::ffi::r1cs::{wide, DeviceIndices, DeviceMatrix, DeviceZ, R1csKernels, Which};
+use crate::backend::cuda::ffi::{upload, DeviceVec, InFlight, Staging};
 use crate::error::Result;
-use crate::r1cs::{Matrix, R1cs, RowStarts};
+use crate::r1cs::R1cs;
 
 /// Where the matrices are.
 #[derive(Debug)]
 enum Matrices {
     /// On the device, uploaded once.
     Resident([DeviceMatrix; 3]),
-    /// On the host (the key's recording), copied up a chunk of rows at a time through
-    /// buffers of `entries` entries and rows: one for matrices with 32-bit row starts, one
-    /// for 64-bit ones, as the matrices need them.
+    /// On the host (the key's recording), copied up a chunk of rows at a time into rooms of
+    /// `entries` entries and rows: one for matrices with 32-bit row starts, one for 64-bit
+    /// ones, as the matrices need them.
     Streamed {
         host: Arc<R1cs>,
         entries: usize,
@@ -39,10 +40,8 @@ pub(crate) struct DeviceR1cs {
     table: DeviceVec<Scalar>,
     /// The A scalars' variables (every input, then the aux A uses) and the B scalars', as
     /// indices into z.
-    a_vars: DeviceVec<u32>,
-    b_vars: DeviceVec<u32>,
-    /// Their lengths (a device vector holds at least one element).
-    scalars: [usize; 2],
+    a_vars: DeviceIndices,
+    b_vars: DeviceIndices,
     /// The partition's public inputs (z's head; the aux go to the L MSM's scalars).
     pub(crate) input: DeviceVec<Scalar>,
     inputs: usize,
@@ -76,33 +75,8 @@ pub(crate) fn streamed_bytes(r1cs: &R1cs, entries: usize) -> usize {
 
 /// Whether some matrix has 32-bit row starts, and whether some has 64-bit ones.
 fn widths(r1cs: &R1cs) -> [bool; 2] {
-    let narrow = |m: &Matrix| matches!(m.starts, RowStarts::Narrow(_));
     let all = [&r1cs.a, &r1cs.b, &r1cs.c];
-    [all.iter().any(|m| narrow(m)), all.iter().any(|m| !narrow(m))]
-}
-
-/// Copies `src` into a new device vector through the staging chunks, waiting for the copy.
-fn copy_up<T: HostElem>(src: &[T], stream: &Stream, staging: &Staging) -> Result<DeviceVec<T>> {
-    let dst = DeviceVec::new(src.len())?;
-    upload(stream, staging, src, false, &dst)?.wait()?;
-    Ok(dst)
-}
-
-fn matrix(m: &Matrix, stream: &Stream, staging: &Staging) -> Result<DeviceMatrix> {
-    let starts = match &m.starts {
-        RowStarts::Narrow(s) => DeviceStarts::Narrow(copy_up(s, stream, staging)?),
-        RowStarts::Wide(s) => DeviceStarts::Wide(copy_up(s, stream, staging)?),
-    };
-    Ok(DeviceMatrix { starts, vars: copy_up(&m.vars, stream, staging)?, coeffs: copy_up(&m.coeffs, stream, staging)? })
-}
-
-/// Buffers for chunks of `entries` entries and rows, with starts `wide` or not.
-fn chunk_buffers(entries: usize, wide: bool) -> Result<DeviceMatrix> {
-    let starts = match wide {
-        false => DeviceStarts::Narrow(DeviceVec::new(entries + 1)?),
-        true => DeviceStarts::Wide(DeviceVec::new(entries + 1)?),
-    };
-    Ok(DeviceMatrix { starts, vars: DeviceVec::new(entries)?, coeffs: DeviceVec::new(entries)? })
+    [all.iter().any(|m| !wide(m)), all.iter().any(|m| wide(m))]
 }
 
 impl DeviceR1cs {
@@ -112,10 +86,11 @@ impl DeviceR1cs {
     /// # Errors
     /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory), [`Error::Cuda`](crate::Error::Cuda).
     pub(crate) fn resident(r1cs: &R1cs, stream: &Stream, staging: &Staging) -> Result<Self> {
+        let [a, b, c] = Which::ALL;
         let matrices = Matrices::Resident([
-            matrix(&r1cs.a, stream, staging)?,
-            matrix(&r1cs.b, stream, staging)?,
-            matrix(&r1cs.c, stream, staging)?,
+            DeviceMatrix::upload(r1cs, a, stream, staging)?,
+            DeviceMatrix::upload(r1cs, b, stream, staging)?,
+            DeviceMatrix::upload(r1cs, c, stream, staging)?,
         ]);
         Self::with(r1cs, matrices, device_bytes(r1cs), stream, staging)
     }
@@ -140,8 +115,8 @@ impl DeviceR1cs {
         let matrices = Matrices::Streamed {
             host: Arc::clone(r1cs),
             entries,
-            narrow: narrow.then(|| chunk_buffers(entries, false)).transpose()?,
-            wide: wide.then(|| chunk_buffers(entries, true)).transpose()?,
+            narrow: narrow.then(|| DeviceMatrix::chunk_room(entries, false)).transpose()?,
+            wide: wide.then(|| DeviceMatrix::chunk_room(entries, true)).transpose()?,
             cuts: [a, b, c],
         };
         Self::with(r1cs, matrices, streamed_bytes(r1cs, entries), stream, staging).map(Some)
@@ -150,12 +125,14 @@ impl DeviceR1cs {
     fn with(r1cs: &R1cs, matrices: Matrices, bytes: usize, stream: &Stream, staging: &Staging) -> Result<Self> {
         let inputs = r1cs.inputs as u32; // the recording has at most 2^32 variables
         let a_vars: Vec<u32> = (0..inputs).chain(r1cs.a_aux.iter().map(|&j| inputs + j)).collect();
+        let z_len = r1cs.inputs + r1cs.aux;
+        let table = DeviceVec::new(r1cs.table.len())?;
+        upload(stream, staging, &r1cs.table, false, &table)?.wait()?;
         Ok(DeviceR1cs {
             matrices,
-            table: copy_up(&r1cs.table, stream, staging)?,
-            scalars: [a_vars.len(), r1cs.b_vars.len()],
-            a_vars: copy_up(&a_vars, stream, staging)?,
-            b_vars: copy_up(&r1cs.b_vars, stream, staging)?,
+            table,
+            a_vars: DeviceIndices::upload(&a_vars, z_len, stream, staging)?,
+            b_vars: DeviceIndices::upload(&r1cs.b_vars, z_len, stream, staging)?,
             input: DeviceVec::new(r1cs.inputs)?,
             inputs: r1cs.inputs,
             aux: r1cs.aux,
@@ -182,62 +159,48 @@ impl DeviceR1cs {
     /// `stream` too, each after the products of the last; the copies are done when this
     /// returns.
     pub(crate) fn evaluate(
-        &self,
+        &mut self,
         kernels: &R1csKernels,
-        stream: &Stream,
-        staging: &Staging,
+        (stream, staging): (&Stream, &Staging),
         aux: &DeviceVec<Scalar>,
         (abc, m): (&[DeviceVec<Scalar>; 3], usize),
         [a, b]: [&DeviceVec<Scalar>; 2],
     ) -> Result<()> {
-        let z = Z { input: &self.input, inputs: self.inputs, aux, len: self.inputs + self.aux };
-        match &self.matrices {
+        let z = DeviceZ { input: &self.input, inputs: self.inputs, aux, len: self.inputs + self.aux };
+        match &mut self.matrices {
             Matrices::Resident(matrices) => {
                 for (matrix, out) in matrices.iter().zip(abc) {
-                    kernels.spmv(stream, (matrix, matrix.rows()), &self.table, z, (0, m), out)?;
+                    kernels.spmv(stream, matrix, &self.table, z, (0, m), out)?;
                 }
             }
-            Matrices::Streamed { host, narrow, wide, cuts, .. } => {
-                let mut in_flight = vec![];
-                for ((matrix, cuts), out) in [&host.a, &host.b, &host.c].into_iter().zip(cuts).zip(abc) {
+            Matrices::Streamed { host, narrow, wide: wide_room, cuts, .. } => {
+                let mut in_flight: Vec<InFlight<'_>> = vec![];
+                for ((which, cuts), out) in Which::ALL.into_iter().zip(cuts.iter()).zip(abc) {
+                    let matrix = which.of(host);
+                    let room = if wide(matrix) { wide_room.as_mut() } else { narrow.as_mut() };
+                    let room = room.expect("rooms made for every width the matrices have");
                     for (k, w) in cuts.windows(2).enumerate() {
                         let (first, end) = (w[0], w[1]);
                         // The last chunk pads the rest of the domain with zeros.
                         let n = if k + 2 == cuts.len() { m - first } else { end - first };
-                        let buffers = match &matrix.starts {
-                            RowStarts::Narrow(_) => narrow.as_ref(),
-                            RowStarts::Wide(_) => wide.as_ref(),
-                        };
-                        let buffers = buffers.expect("buffers made for every width the matrices have");
-                        in_flight.extend(upload_chunk(stream, staging, matrix, first..end, buffers)?);
-                        kernels.spmv(stream, (buffers, end - first), &self.table, z, (first, n), out)?;
+                        let chunk = (&**host, which);
+                        let copies = kernels.spmv_chunk(
+                            (stream, staging),
+                            chunk,
+                            first..end,
+                            room,
+                            &self.table,
+                            z,
+                            (first, n),
+                            out,
+                        )?;
+                        in_flight.extend(copies);
                     }
                 }
                 in_flight.into_iter().try_for_each(InFlight::wait)?;
             }
         }
-        kernels.gather(stream, &self.a_vars, self.scalars[0], z, a)?;
-        kernels.gather(stream, &self.b_vars, self.scalars[1], z, b)
+        kernels.gather(stream, &self.a_vars, z, a)?;
+        kernels.gather(stream, &self.b_vars, z, b)
     }
-}
-
-/// Enqueues the copies of `matrix`'s rows `rows` (their starts and their entries) into
-/// `buffers`.
-fn upload_chunk<'a>(
-    stream: &'a Stream,
-    staging: &Staging,
-    matrix: &'a Matrix,
-    rows: std::ops::Range<usize>,
-    buffers: &DeviceMatrix,
-) -> Result<[InFlight<'a>; 3]> {
-    let entries = matrix.starts.entries(rows.clone());
-    let starts = match (&matrix.starts, &buffers.starts) {
-        (RowStarts::Narrow(s), DeviceStarts::Narrow(d)) => {
-            upload(stream, staging, &s[rows.start..=rows.end], false, d)?
-        }
-        (RowStarts::Wide(s), DeviceStarts::Wide(d)) => upload(stream, staging, &s[rows.start..=rows.end], false, d)?,
-        _ => unreachable!("buffers of the matrix's width"),
-    };
-    let vars = upload(stream, staging, &matrix.vars[entries.clone()], false, &buffers.vars)?;
-    Ok([starts, vars, upload(stream, staging, &matrix.coeffs[entries], false, &buffers.coeffs)?])
 }

@@ -1,34 +1,57 @@
-//! The MSM's kernels (`cuda/msm/`), launched in the one order that keeps every index they
-//! compute in bounds: [`MsmKernels::plan`] sorts the nonzero digits of one set of scalars into
-//! buckets (count, scan, scatter) and works out each reduction level's offsets;
-//! [`MsmKernels::window_sums`] then sums the buckets over one group's bases and leaves one
-//! Jacobian point per window. The buffers between the steps belong to [`MsmScratch`], sized
-//! for the worst case up front, so no step can be handed offsets another step did not compute.
+//! The launches of the MSM's kernels (`cuda/msm/`), in the one order that keeps every index
+//! they compute in bounds: [`MsmKernels::sort`] sorts the nonzero digits of one set of
+//! scalars into buckets (count, scan, scatter) and works out each reduction level's offsets;
+//! [`MsmKernels::sum`] then sums the buckets over one group's bases and leaves one Jacobian
+//! point per bucket set. The buffers between the steps ([`MsmBuffers`]) are sized by the MSM's
+//! scratch (`msm/scratch.rs`) and only these launches write them; the choices (window width,
+//! items per thread, levels, segments) come from the MSM's plan (`msm/plan.rs`), and every
+//! launch asserts what keeps its kernel inside the buffers, whatever they are. What the
+//! kernels themselves fix (how windows share the scalar's bits, what a level writes) is here.
 
 use std::cell::Cell;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cust::stream::Stream;
 
-use super::{blocks, read, u32_arg, DeviceElem, DevicePtr, DeviceVec, Fatbin, HostElem};
-use super::{XyzzG1, XyzzG2};
-use crate::backend::cuda::geometry::{
-    self, BIN_ITEMS, BIN_THREADS, MSM_THREADS as THREADS, SCAN_THREADS, SHIFT_THREADS,
-};
-use crate::backend::cuda::plan::{
-    bins_for, chunk_for, level_items, levels_for, segments_for, widest_window, window_range, window_width, windows_for,
-    written_bound, Room, BINS, SCAN_TILE, SHIFTED_WINDOW_BITS,
-};
+use super::copies::{copy_d2d, read};
+use super::geometry::{self, BIN_ITEMS, BIN_THREADS, MSM_THREADS as THREADS, SCAN_ITEMS, SCAN_THREADS, SHIFT_THREADS};
+use super::launch::{blocks, u32_arg};
+use super::memory::{DeviceElem, DevicePtr, DevicePtrMut, DeviceVec, HostElem, XyzzG1, XyzzG2};
 use crate::error::Result;
 
+/// Counts per block of the scan (geometry.h); two levels of tiles scan up to its square.
+pub(crate) const SCAN_TILE: usize = (SCAN_THREADS * SCAN_ITEMS) as usize;
+/// The scatter's most bins (buckets.cuh, geometry.h).
+pub(crate) const BINS: usize = geometry::BINS as usize;
+/// Widest windows the digits' kernel reads (buckets.cuh's `window_bits`).
+pub(crate) const MAX_WINDOW_BITS: u32 = 24;
 /// Digit words per block of the binned scatter in its first pass, and the runs of pairs
 /// the second takes at once (enough runs that a warp's writes stay within a few bins'
 /// slots; refit with `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted`).
 const BIN_TILE: u32 = BIN_THREADS * BIN_ITEMS;
 const PLACE_REGIONS: usize = 8;
 
-/// One group's summing kernels and the types they work on.
-pub(crate) trait Group {
+/// Windows of at most c bits: ⌈256/c⌉ of them, so that the last signed digit's carry is
+/// absorbed (buckets.cuh).
+pub(crate) fn windows_for(c: u32) -> usize {
+    256usize.div_ceil(c as usize)
+}
+
+/// The width of window w of `windows` windows of at most c bits: buckets.cuh shares the 256
+/// bits as evenly as it can, the first 256 − windows·(c − 1) windows taking c bits.
+pub(crate) fn window_width(c: u32, windows: u32, w: u32) -> u32 {
+    c - 1 + u32::from(w < 256 - windows * (c - 1))
+}
+
+/// Items level `level` ≥ 1 reads when `entries` fall into `keys` buckets (level 1 reads the
+/// entries): level ℓ writes ⌊items/chunk⌋ + keys slots, the items of level ℓ + 1
+/// (accumulate.cuh's staircase).
+pub(crate) fn level_items(entries: usize, keys: usize, chunk: usize, level: u32) -> usize {
+    (1..level).fold(entries, |items, _| items / chunk + keys)
+}
+
+/// One group's kernels and the types they work on.
+pub(crate) trait Group: std::fmt::Debug + Sized {
     /// Affine bases, as the proving key holds them.
     type Affine: HostElem;
     /// Window sums: the host's projective point, whose layout the device writes.
@@ -37,12 +60,14 @@ pub(crate) trait Group {
     type Xyzz: DeviceElem;
     /// Threads per block of its kernels (the `MSM_KERNELS` lines of api.cu).
     const THREADS: u32;
+    /// Its kernels' names end with this (the `MSM_KERNELS` lines of api.cu).
+    const SUFFIX: &'static str;
     /// Its kernels.
-    fn kernels(k: &MsmKernels) -> &SumKernels;
+    fn kernels(k: &MsmKernels) -> &SumKernels<Self>;
     /// Its buffers.
-    fn buffers(s: &MsmScratch) -> &GroupBuffers<Self::Xyzz>;
+    fn sums(b: &MsmBuffers) -> &SumBuffers<Self::Xyzz>;
     /// Its buffers, to grow.
-    fn buffers_mut(s: &mut MsmScratch) -> &mut GroupBuffers<Self::Xyzz>;
+    fn sums_mut(b: &mut MsmBuffers) -> &mut SumBuffers<Self::Xyzz>;
 }
 
 /// G1 of BLS12-381.
@@ -57,14 +82,15 @@ impl Group for G1 {
     type Projective = G1Projective;
     type Xyzz = XyzzG1;
     const THREADS: u32 = geometry::MSM_G1_THREADS;
-    fn kernels(k: &MsmKernels) -> &SumKernels {
+    const SUFFIX: &'static str = "_g1";
+    fn kernels(k: &MsmKernels) -> &SumKernels<G1> {
         &k.g1
     }
-    fn buffers(s: &MsmScratch) -> &GroupBuffers<XyzzG1> {
-        &s.g1
+    fn sums(b: &MsmBuffers) -> &SumBuffers<XyzzG1> {
+        &b.g1
     }
-    fn buffers_mut(s: &mut MsmScratch) -> &mut GroupBuffers<XyzzG1> {
-        &mut s.g1
+    fn sums_mut(b: &mut MsmBuffers) -> &mut SumBuffers<XyzzG1> {
+        &mut b.g1
     }
 }
 
@@ -73,85 +99,89 @@ impl Group for G2 {
     type Projective = G2Projective;
     type Xyzz = XyzzG2;
     const THREADS: u32 = geometry::MSM_G2_THREADS;
-    fn kernels(k: &MsmKernels) -> &SumKernels {
+    const SUFFIX: &'static str = "_g2";
+    fn kernels(k: &MsmKernels) -> &SumKernels<G2> {
         &k.g2
     }
-    fn buffers(s: &MsmScratch) -> &GroupBuffers<XyzzG2> {
-        &s.g2
+    fn sums(b: &MsmBuffers) -> &SumBuffers<XyzzG2> {
+        &b.g2
     }
-    fn buffers_mut(s: &mut MsmScratch) -> &mut GroupBuffers<XyzzG2> {
-        &mut s.g2
+    fn sums_mut(b: &mut MsmBuffers) -> &mut SumBuffers<XyzzG2> {
+        &mut b.g2
     }
 }
 
 kernels! {
     /// One group's kernels (an `MSM_KERNELS` line of api.cu, `cuda/msm/accumulate.cuh` and
-    /// `shift.cuh`), looked up with the group's suffix, `_g1` or `_g2`.
-    SumKernels {
+    /// `shift.cuh`).
+    SumKernels<G: Group> {
         /// Level 1 of the bucket sums: thread t sums entries [t·L, t·L + L) of the sorted
         /// buckets' points, one slot per bucket it meets.
         fn g16_msm_sum_bases(
-            bases: DevicePtr, entries: DevicePtr, off: DevicePtr, keys: u32, items: u32, l: u32, out: DevicePtr,
+            bases: DevicePtr<G::Affine>, entries: DevicePtr<u32>, off: DevicePtr<u32>, keys: u32, items: u32, l: u32,
+            out: DevicePtrMut<G::Xyzz>,
         );
         /// Later levels: as level 1, over the previous level's slots.
-        fn g16_msm_sum_sums(input: DevicePtr, off: DevicePtr, keys: u32, items: u32, l: u32, out: DevicePtr);
+        fn g16_msm_sum_sums(
+            input: DevicePtr<G::Xyzz>, off: DevicePtr<u32>, keys: u32, items: u32, l: u32, out: DevicePtrMut<G::Xyzz>,
+        );
         /// Σ_d d·bucket_d of a segment of S buckets of each window.
-        fn g16_msm_bucket_segments(sums: DevicePtr, off: DevicePtr, c: u32, windows: u32, s: u32, segments: DevicePtr);
+        fn g16_msm_bucket_segments(
+            sums: DevicePtr<G::Xyzz>, off: DevicePtr<u32>, c: u32, windows: u32, s: u32,
+            segments: DevicePtrMut<G::Xyzz>,
+        );
         /// Adds segment 2q·stride + stride into 2q·stride, in each window.
-        fn g16_msm_fold_segments(segments: DevicePtr, per_window: u32, windows: u32, stride: u32);
+        fn g16_msm_fold_segments(segments: DevicePtrMut<G::Xyzz>, per_window: u32, windows: u32, stride: u32);
         /// Each window's sum, from its first segment.
-        fn g16_msm_window_sums(segments: DevicePtr, per_window: u32, windows: u32, out: DevicePtr);
+        fn g16_msm_window_sums(
+            segments: DevicePtr<G::Xyzz>, per_window: u32, windows: u32, out: DevicePtrMut<G::Projective>,
+        );
         /// Copy w of the bases from copy w − 1, `doublings` doublings each.
-        fn g16_msm_shift(input: DevicePtr, n: u32, doublings: u32, out: DevicePtr);
+        fn g16_msm_shift(input: DevicePtr<G::Affine>, n: u32, doublings: u32, out: DevicePtrMut<G::Affine>);
     }
 }
 
 kernels! {
-    /// The plan's kernels, shared by G1 and G2 (`cuda/msm/buckets.cuh`, `scan.cuh`).
-    PlanKernels {
+    /// The sort's kernels, shared by G1 and G2 (`cuda/msm/buckets.cuh`, `scan.cuh`).
+    SortKernels {
         /// Each scalar's signed digits: counts of each bucket key, and the digit words.
         fn g16_msm_count(
-            scalars: DevicePtr, n: u32, c: u32, windows: u32, window_keys: u32, counts: DevicePtr, digits: DevicePtr,
+            scalars: DevicePtr<Scalar>, n: u32, c: u32, windows: u32, window_keys: u32, counts: DevicePtrMut<u32>,
+            digits: DevicePtrMut<u32>,
         );
         /// Each digit word's entry to the next free slot of its key, a window at a time.
-        fn g16_msm_scatter(digits: DevicePtr, n: u32, window_points: u32, cursor: DevicePtr, entries: DevicePtr);
+        fn g16_msm_scatter(
+            digits: DevicePtr<u32>, n: u32, window_points: u32, cursor: DevicePtrMut<u32>, entries: DevicePtrMut<u32>,
+        );
         /// Where each bin's slots start.
-        fn g16_msm_bin_starts(off: DevicePtr, shift: u32, bins: u32, bin_cursor: DevicePtr);
+        fn g16_msm_bin_starts(off: DevicePtr<u32>, shift: u32, bins: u32, bin_cursor: DevicePtrMut<u32>);
         /// The binned scatter's first pass: (key, entry) pairs sorted by bin.
         fn g16_msm_bin(
-            digits: DevicePtr, n: u32, windows: u32, window_points: u32, shift: u32, bins: u32, bin_cursor: DevicePtr,
-            binned: DevicePtr,
+            digits: DevicePtr<u32>, n: u32, windows: u32, window_points: u32, shift: u32, bins: u32,
+            bin_cursor: DevicePtrMut<u32>, binned: DevicePtrMut<[u32; 2]>,
         );
         /// The binned scatter's second pass: each pair into its key's slots.
-        fn g16_msm_place(binned: DevicePtr, total: u32, regions: u32, region: u32, cursor: DevicePtr, entries: DevicePtr);
+        fn g16_msm_place(
+            binned: DevicePtr<[u32; 2]>, total: u32, regions: u32, region: u32, cursor: DevicePtrMut<u32>,
+            entries: DevicePtrMut<u32>,
+        );
         /// The largest of `len` counts.
-        fn g16_msm_max(v: DevicePtr, len: u32, max_out: DevicePtr);
+        fn g16_msm_max(v: DevicePtr<u32>, len: u32, max_out: DevicePtrMut<u32>);
         /// The next reduction level's offsets.
-        fn g16_msm_next_offsets(off: DevicePtr, keys: u32, l: u32, next: DevicePtr);
-        /// Exclusive prefix sums a tile, and each tile's sum.
-        fn g16_scan_tiles(input: DevicePtr, len: u32, out: DevicePtr, tile_sums: DevicePtr);
+        fn g16_msm_next_offsets(off: DevicePtr<u32>, keys: u32, l: u32, next: DevicePtrMut<u32>);
+        /// Exclusive prefix sums per tile, and each tile's sum.
+        fn g16_scan_tiles(input: DevicePtr<u32>, len: u32, out: DevicePtrMut<u32>, tile_sums: DevicePtrMut<u32>);
         /// Adds each tile's offset to its sums.
-        fn g16_scan_add(out: DevicePtr, len: u32, tile_offsets: DevicePtr);
+        fn g16_scan_add(out: DevicePtrMut<u32>, len: u32, tile_offsets: DevicePtr<u32>);
     }
-}
-
-/// What the scatter of a plan takes: `n` scalars' digit words in `windows` windows, entries
-/// indexing copies of `window_points` points (0: plain bases), `keys` buckets, `total` entries.
-#[derive(Debug, Clone, Copy)]
-struct Scattered {
-    n: usize,
-    windows: usize,
-    window_points: usize,
-    keys: usize,
-    total: usize,
 }
 
 /// The MSM's kernels, looked up once.
 #[derive(Debug)]
 pub(crate) struct MsmKernels {
-    k: PlanKernels,
-    g1: SumKernels,
-    g2: SumKernels,
+    sort: SortKernels,
+    g1: SumKernels<G1>,
+    g2: SumKernels<G2>,
 }
 
 /// Grows `v` to at least `len` elements (reallocating: the contents are not kept).
@@ -163,29 +193,40 @@ fn grow<T: DeviceElem>(v: &mut Option<DeviceVec<T>>, len: usize) -> Result<()> {
     Ok(())
 }
 
-/// A buffer that `reserve` made.
-fn reserved<T: DeviceElem>(v: &Option<DeviceVec<T>>) -> &DeviceVec<T> {
-    v.as_ref().expect("MsmScratch::reserve sized the buffers before any plan")
+/// A buffer that `grow` made.
+///
+/// # Panics
+/// If none was.
+fn grown<T: DeviceElem>(v: &Option<DeviceVec<T>>) -> &DeviceVec<T> {
+    v.as_ref().expect("the MSM's scratch sized the buffers before any sort")
+}
+
+/// What the sort's buffers hold room for: buckets (keys), entries, entries binned before they
+/// are placed, and reduction levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct BucketRoom {
+    pub(crate) keys: usize,
+    pub(crate) entries: usize,
+    pub(crate) binned: usize,
+    pub(crate) levels: u32,
 }
 
 /// One group's bucket sums (two, for the levels to alternate) and window segments.
 #[derive(Debug)]
-pub(crate) struct GroupBuffers<X: DeviceElem> {
+pub(crate) struct SumBuffers<X: DeviceElem> {
     sums: [Option<DeviceVec<X>>; 2],
     segments: Option<DeviceVec<X>>,
 }
 
-impl<X: DeviceElem> Default for GroupBuffers<X> {
+impl<X: DeviceElem> Default for SumBuffers<X> {
     fn default() -> Self {
-        GroupBuffers { sums: [None, None], segments: None }
+        SumBuffers { sums: [None, None], segments: None }
     }
 }
 
 /// The device buffers of the MSMs of one backend, reused by every MSM that fits them.
 #[derive(Debug, Default)]
-pub(crate) struct MsmScratch {
-    /// What the shared buffers are sized for.
-    room: Room,
+pub(crate) struct MsmBuffers {
     counts: Option<DeviceVec<u32>>,
     cursor: Option<DeviceVec<u32>>,
     /// Where each bucket's items start: the entries (index 0), then the items of each level.
@@ -196,401 +237,425 @@ pub(crate) struct MsmScratch {
     entries: Option<DeviceVec<u32>>,
     /// Every window's digit word of every scalar, window by window (count to scatter).
     digits: Option<DeviceVec<u32>>,
-    /// The binned scatter's first pass (shifted plans): (key, entry) pairs sorted by bin, and
-    /// each bin's next free slot.
-    binned: Option<DeviceVec<u32>>,
+    /// The binned scatter's first pass: (key, entry) pairs sorted by bin, and each bin's next
+    /// free slot.
+    binned: Option<DeviceVec<[u32; 2]>>,
     bin_cursor: Option<DeviceVec<u32>>,
-    /// The fullest bucket, read back by the plan.
+    /// The fullest bucket, read back by the sort.
     fullest: Option<DeviceVec<u32>>,
-    g1: GroupBuffers<XyzzG1>,
-    g2: GroupBuffers<XyzzG2>,
-    /// The plan whose buckets the buffers hold.
-    planned: Cell<Option<Plan>>,
+    g1: SumBuffers<XyzzG1>,
+    g2: SumBuffers<XyzzG2>,
+    /// The sort whose buckets the buffers hold, and the serial the next sort takes.
+    sorted: Cell<Option<u64>>,
+    serials: Cell<u64>,
 }
 
-impl MsmScratch {
-    /// Sizes the buffers for plans of up to `n` points with `c`-bit windows, over plain or
-    /// `shifted` bases, and the sums of group `G` over them. Allocating here, before the work,
-    /// keeps device allocations (which synchronise the device) out of the proving loop.
+impl MsmBuffers {
+    /// Grows the sort's buffers to hold `room` (none is shrunk; the buckets they held are
+    /// gone). Allocating before the work keeps device allocations (which synchronise the
+    /// device) out of the proving loop.
     ///
     /// # Errors
     /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory) when the device cannot
     /// hold them.
-    ///
-    /// # Panics
-    /// If `c` is outside [`WINDOW_BITS`] ([`SHIFTED_WINDOW_BITS`] when `shifted`).
-    pub(crate) fn reserve<G: Group>(&mut self, n: usize, c: u32, shifted: bool) -> Result<()> {
-        assert!(window_range(shifted).contains(&c), "window of {c} bits");
-        let c = widest_window(c);
-        let need = Room::for_plan(n, c, shifted);
-        if !self.room.covers(&need) {
-            let room = Room {
-                keys: self.room.keys.max(need.keys),
-                entries: self.room.entries.max(need.entries),
-                binned: self.room.binned.max(need.binned),
-                levels: self.room.levels.max(need.levels),
-            };
-            self.planned.set(None);
-            grow(&mut self.counts, room.keys)?;
-            grow(&mut self.cursor, room.keys)?;
-            grow(&mut self.tile_sums, room.keys.div_ceil(SCAN_TILE))?;
-            grow(&mut self.tile_offsets, room.keys.div_ceil(SCAN_TILE) + 1)?;
-            grow(&mut self.entries, room.entries)?;
-            grow(&mut self.digits, room.entries)?;
-            if room.binned > 0 {
-                grow(&mut self.binned, 2 * room.binned)?;
-                grow(&mut self.bin_cursor, BINS)?; // any plan's bins, whatever its keys
-            }
-            grow(&mut self.fullest, 1)?;
-            if self.offsets.first().is_none_or(|o| o.len() <= room.keys) {
-                self.offsets.clear();
-            }
-            while self.offsets.len() <= room.levels as usize {
-                self.offsets.push(DeviceVec::new(room.keys + 1)?);
-            }
-            self.room = room;
+    pub(crate) fn grow_buckets(&mut self, room: BucketRoom) -> Result<()> {
+        self.sorted.set(None);
+        grow(&mut self.counts, room.keys)?;
+        grow(&mut self.cursor, room.keys)?;
+        grow(&mut self.tile_sums, room.keys.div_ceil(SCAN_TILE))?;
+        grow(&mut self.tile_offsets, room.keys.div_ceil(SCAN_TILE) + 1)?;
+        grow(&mut self.entries, room.entries)?;
+        grow(&mut self.digits, room.entries)?;
+        if room.binned > 0 {
+            grow(&mut self.binned, room.binned)?;
+            grow(&mut self.bin_cursor, BINS)?; // any sort's bins, whatever its keys
         }
-        // Odd levels write sums[0], even ones sums[1].
-        let bound = |parity: u32| {
-            let written = |l| written_bound(need.entries, need.keys, l);
-            (1..=need.levels).filter(|l| l % 2 == parity).map(written).max()
-        };
-        let sets = need.keys >> (c - 1);
-        let (_, per_window) = segments_for(sets, c);
-        let group = G::buffers_mut(self);
-        grow(&mut group.sums[0], bound(1).unwrap_or(1))?;
-        grow(&mut group.sums[1], bound(0).unwrap_or(1))?;
-        grow(&mut group.segments, sets * per_window)?;
+        grow(&mut self.fullest, 1)?;
+        if self.offsets.first().is_none_or(|o| o.len() <= room.keys) {
+            self.offsets.clear();
+        }
+        while self.offsets.len() <= room.levels as usize {
+            self.offsets.push(DeviceVec::new(room.keys + 1)?);
+        }
         Ok(())
+    }
+
+    /// Grows group G's sums to `slots` (the odd levels' output, then the even ones') and its
+    /// segments to `segments`.
+    ///
+    /// # Errors
+    /// As [`grow_buckets`](Self::grow_buckets).
+    pub(crate) fn grow_sums<G: Group>(&mut self, slots: [usize; 2], segments: usize) -> Result<()> {
+        let sums = G::sums_mut(self);
+        grow(&mut sums.sums[0], slots[0])?;
+        grow(&mut sums.sums[1], slots[1])?;
+        grow(&mut sums.segments, segments)
     }
 }
 
-/// The buckets of one set of scalars, as [`MsmKernels::plan`] sorted them into the scratch.
+/// How a sort cuts the scalars into digits and sorts them, as the MSM's plan chose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Plan {
-    /// Scalars (and bases) summed.
-    pub(crate) n: usize,
-    /// Bits of the widest window ([`widest_window`]).
+pub(crate) struct Digits {
+    /// Bits of the widest window; the windows are ⌈256/c⌉ ([`windows_for`]).
     pub(crate) c: u32,
-    /// Windows: ⌈256/c⌉, so that the last signed digit's carry is absorbed.
+    /// Points per copy of shifted bases, whose windows share one set of buckets, window w's
+    /// entries indexing copy w; `None`: plain bases, a set of buckets per window.
+    pub(crate) shared: Option<usize>,
+    /// The scatter bins the entries first, in bins of 2^shift keys (`Some(shift)`), or
+    /// places them in one pass.
+    pub(crate) bin_shift: Option<u32>,
+}
+
+/// The buckets of one set of scalars, as [`MsmKernels::sort`] left them in the buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Buckets {
+    pub(crate) digits: Digits,
+    /// Scalars (and bases) sorted.
+    pub(crate) n: usize,
     pub(crate) windows: u32,
-    /// Over shifted bases with this many points per copy: the windows share one set of
-    /// buckets, and window w's entries index copy w. `None`: plain bases, a set per window.
-    pub(crate) shifted: Option<usize>,
+    /// Buckets of all sets.
+    keys: usize,
     /// Entries: the scalars' nonzero digits, one addition each.
     pub(crate) entries: usize,
     /// Items one thread sums at each level.
     pub(crate) chunk: usize,
-    /// Reduction levels: after them no bucket has more than FINAL_ITEMS items.
+    /// Reduction levels.
     pub(crate) levels: u32,
-    /// Tells plans apart, so the scratch can check that it still holds this one's buckets.
+    /// Tells sorts apart, so the buffers can check that they still hold these buckets.
     serial: u64,
 }
 
-impl Plan {
+impl Buckets {
     /// Bucket sets, one sum each: one per window, or one for all over shifted bases.
     pub(crate) fn sets(&self) -> usize {
-        if self.shifted.is_some() {
-            1
-        } else {
-            self.windows as usize
+        match self.digits.shared {
+            Some(_) => 1,
+            None => self.windows as usize,
         }
     }
 
-    /// Whether this is the plan `plan` would make for `n` scalars, `c`-bit windows and
-    /// `shifted` bases (so another group's MSM over the same scalars can take it).
-    pub(crate) fn serves(&self, n: usize, c: u32, shifted: Option<usize>) -> bool {
-        self.n == n && self.c == widest_window(c) && self.shifted == shifted
-    }
-
-    /// Buckets of all sets: sets · 2^(c−1).
-    fn keys(&self) -> usize {
-        self.sets() << (self.c - 1)
+    /// Points the entries index: the scalars' bases, or every window's copy of them.
+    fn indexed(&self) -> usize {
+        self.digits.shared.map_or(self.n, |copy| copy * self.windows as usize)
     }
 }
 
 impl MsmKernels {
-    pub(crate) fn new(fatbin: &Fatbin) -> Result<Self> {
-        Ok(MsmKernels {
-            k: PlanKernels::new(fatbin, "")?,
-            g1: SumKernels::new(fatbin, "_g1")?,
-            g2: SumKernels::new(fatbin, "_g2")?,
-        })
+    pub(crate) fn new(fatbin: &super::Fatbin) -> Result<Self> {
+        Ok(MsmKernels { sort: SortKernels::new(fatbin)?, g1: SumKernels::new(fatbin)?, g2: SumKernels::new(fatbin)? })
     }
 
-    /// Sorts the nonzero signed digits of `scalars[range]`, in windows of at most c bits, into
-    /// buckets in `scratch`: a set per window, whose entries index the range (from its start),
-    /// or, over `shifted` bases of that many points per copy, one set whose entries index the
-    /// copies. Waits once for the stream, to learn the fullest bucket (which sets the levels).
+    /// Sorts the nonzero signed digits of `scalars[range]` into buckets in `buffers`, as
+    /// `digits` says: a set per window, whose entries index the range (from its start), or
+    /// one set over shifted bases whose entries index the copies. Waits once for the stream,
+    /// to learn the entries and the fullest bucket, from which `levels` chooses the items per
+    /// thread and the reduction levels.
     ///
     /// # Panics
-    /// If `range` is not inside `scalars`, a copy of shifted bases is shorter than it, or
-    /// `scratch` was not reserved for `range.len()` points and `c`-bit windows.
-    pub(crate) fn plan(
+    /// If `range` is not inside `scalars`, `c` is not the widest window of its count (2 to
+    /// [`MAX_WINDOW_BITS`]), a copy of shifted bases is shorter than the range, `buffers`
+    /// have no room for the digits, entries, buckets or levels, or the bins are too many.
+    pub(crate) fn sort(
         &self,
         stream: &Stream,
-        scratch: &MsmScratch,
-        scalars: &DeviceVec<Scalar>,
-        range: std::ops::Range<usize>,
-        c: u32,
-        shifted: Option<usize>,
-    ) -> Result<Plan> {
-        let n = range.len();
-        assert!(window_range(shifted.is_some()).contains(&c), "window of {c} bits");
-        let c = widest_window(c);
-        let need = Room::for_plan(n, c, shifted.is_some());
+        buffers: &MsmBuffers,
+        (scalars, range): (&DeviceVec<Scalar>, std::ops::Range<usize>),
+        digits: Digits,
+        levels: impl FnOnce(usize, usize) -> (usize, u32),
+    ) -> Result<Buckets> {
+        let (n, c) = (range.len(), digits.c);
         let windows = windows_for(c);
+        assert!((2..=MAX_WINDOW_BITS).contains(&c) && windows * (c as usize - 1) < 256, "windows of {c} bits");
         assert!(scalars.len() >= range.end, "{} scalars on the device, {range:?} asked for", scalars.len());
-        assert!(scratch.room.covers(&need), "scratch not reserved for {n} points, c = {c}");
-        assert!(need.entries <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
-        let window_points = shifted.unwrap_or(0);
-        assert!(shifted.is_none_or(|copy| copy >= n && copy * windows < 1 << 31), "{shifted:?} points per copy");
-        let serial = scratch.planned.take().map_or(0, |p| p.serial + 1);
-        let keys = need.keys;
-        let window_keys = if shifted.is_some() { 0 } else { 1u32 << (c - 1) };
-        let (counts, cursor, entries) =
-            (reserved(&scratch.counts), reserved(&scratch.cursor), reserved(&scratch.entries));
-        let digits = reserved(&scratch.digits);
-        let (tile_sums, tile_offsets) = (reserved(&scratch.tile_sums), reserved(&scratch.tile_offsets));
-        let fullest = reserved(&scratch.fullest);
-        let offsets = &scratch.offsets;
+        assert!(n * windows <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
+        assert!(digits.shared.is_none_or(|copy| copy >= n && copy * windows < 1 << 31), "{digits:?} for {n} points");
+        let keys = match digits.shared {
+            Some(_) => 1 << (c - 1),
+            None => windows << (c - 1),
+        };
+        let (total, fullest) = self.count(stream, buffers, scalars.at(range.start), (n, windows, keys), digits)?;
+        match digits.bin_shift {
+            Some(shift) => self.scatter_binned(stream, buffers, (n, windows, keys, total), digits.shared, shift)?,
+            None => self.scatter(stream, buffers, (n, windows), digits.shared)?,
+        }
+        let (chunk, levels) = levels(total, fullest);
+        assert!(chunk >= 1 && buffers.offsets.len() > levels as usize, "{levels} levels of {chunk} items");
+        for level in 1..=levels as usize {
+            let (off, next) = (&buffers.offsets[level - 1], &buffers.offsets[level]);
+            assert!(off.len() > keys && next.len() > keys, "offsets of {keys} keys");
+            // SAFETY: thread k ≤ keys reads and writes element k of two offset arrays of at
+            // least keys + 1 elements (asserted).
+            unsafe {
+                self.sort.g16_msm_next_offsets(
+                    blocks(keys + 1, THREADS),
+                    THREADS,
+                    stream,
+                    off.ptr(),
+                    u32_arg(keys),
+                    u32_arg(chunk),
+                    next.ptr_mut(),
+                )?
+            };
+        }
+        let serial = buffers.serials.replace(buffers.serials.get() + 1);
+        buffers.sorted.set(Some(serial));
+        Ok(Buckets { digits, n, windows: windows as u32, keys, entries: total, chunk, levels, serial })
+    }
+
+    /// The digits' counts per key and their words, the counts' prefix sums (each key's
+    /// offset) and the cursor the scatter starts from: the entries' total and the fullest
+    /// bucket, read back.
+    fn count(
+        &self,
+        stream: &Stream,
+        buffers: &MsmBuffers,
+        scalars: DevicePtr<Scalar>,
+        (n, windows, keys): (usize, usize, usize),
+        digits: Digits,
+    ) -> Result<(usize, usize)> {
+        let (counts, cursor, words) = (grown(&buffers.counts), grown(&buffers.cursor), grown(&buffers.digits));
+        let (entries, fullest, offsets) = (grown(&buffers.entries), grown(&buffers.fullest), &buffers.offsets);
+        assert!(counts.len() >= keys && cursor.len() >= keys, "{keys} keys for room of {}", counts.len());
+        assert!(words.len() >= n * windows, "{} digit words for room of {}", n * windows, words.len());
+        assert!(offsets.first().is_some_and(|o| o.len() > keys), "no room for the offsets of {keys} keys");
         counts.zero(keys, stream)?;
         fullest.zero(1, stream)?;
-        let scalars = scalars.ptr_at(range.start);
-        // SAFETY: the kernel reads the n scalars of `range` (inside `scalars`, asserted); its keys
-        // w·window_keys + |d| − 1, with w < windows and |d| ≤ 2^(c−1), stay below `keys` (a
-        // set per window, or one with window_keys = 0) ≤ counts.len() (reserved), and it writes
-        // digits[w·n + i] for w < windows, i < n: below n·windows = need.entries ≤
-        // digits.len() (reserved). windows = ⌈256/c⌉ keeps every window inside the scalar.
+        let window_keys = if digits.shared.is_some() { 0 } else { 1u32 << (digits.c - 1) };
+        // SAFETY: the kernel reads n scalars from `scalars` (inside the vector, asserted by
+        // `sort`); its keys w·window_keys + |d| − 1, with w < windows and |d| ≤ 2^(c−1), stay
+        // below `keys` (a set per window, or one with window_keys = 0) ≤ counts.len()
+        // (asserted), and it writes digits[w·n + i] for w < windows, i < n: below n·windows
+        // ≤ words.len() (asserted). windows = ⌈256/c⌉ with windows·(c−1) < 256 (asserted by
+        // `sort`) keeps every window inside the scalar.
         unsafe {
             let (n, windows) = (u32_arg(n), u32_arg(windows));
-            self.k.g16_msm_count(
+            self.sort.g16_msm_count(
                 blocks(n as usize, THREADS),
                 THREADS,
                 stream,
                 scalars,
                 n,
-                c,
+                digits.c,
                 windows,
                 window_keys,
-                counts.ptr(),
-                digits.ptr(),
+                counts.ptr_mut(),
+                words.ptr_mut(),
             )?
         };
         // SAFETY: a grid-stride loop reads counts[..keys] and writes fullest[0].
         unsafe {
-            self.k.g16_msm_max(
-                blocks(keys, THREADS).min(1024),
-                THREADS,
-                stream,
-                counts.ptr(),
-                u32_arg(keys),
-                fullest.ptr(),
-            )?
+            let grid = blocks(keys, THREADS).min(1024);
+            self.sort.g16_msm_max(grid, THREADS, stream, counts.ptr(), u32_arg(keys), fullest.ptr_mut())?
         };
-        self.scan(stream, counts, keys, &offsets[0], tile_sums, tile_offsets)?;
+        self.scan(stream, buffers, keys)?;
         let fullest = read(stream, fullest, 0)? as usize;
         let total = read(stream, &offsets[0], keys)? as usize;
         assert!(total <= entries.len(), "{total} entries for room of {}", entries.len());
-        cursor.copy_from(&offsets[0], keys, stream)?;
-        let scattered = Scattered { n, windows, window_points, keys, total };
-        if need.binned > 0 {
-            self.scatter_binned(stream, scratch, scattered)?;
-        } else {
-            self.scatter(stream, scratch, scattered)?;
-        }
-        let chunk = chunk_for(total);
-        let levels = levels_for(fullest, chunk);
-        for level in 1..=levels as usize {
-            let (off, next) = (offsets[level - 1].ptr(), offsets[level].ptr());
-            // SAFETY: thread k ≤ keys reads and writes element k of two offset arrays of
-            // room.keys + 1 ≥ keys + 1 (reserved; levels ≤ room.levels).
-            unsafe {
-                self.k.g16_msm_next_offsets(
-                    blocks(keys + 1, THREADS),
-                    THREADS,
+        copy_d2d(cursor, &offsets[0], keys, stream)?;
+        Ok((total, fullest))
+    }
+
+    /// offsets[0][i] = Σ_{j<i} counts[j] for i ≤ len (offsets[0][len] is the total).
+    ///
+    /// # Panics
+    /// If a buffer is too short, or `len` exceeds two levels of tiles (SCAN_TILE²).
+    fn scan(&self, stream: &Stream, buffers: &MsmBuffers, len: usize) -> Result<()> {
+        let (input, out) = (grown(&buffers.counts), &buffers.offsets[0]);
+        let (tile_sums, tile_offsets) = (grown(&buffers.tile_sums), grown(&buffers.tile_offsets));
+        let tiles = len.div_ceil(SCAN_TILE);
+        assert!(input.len() >= len && out.len() > len, "scan of {len} into {} from {}", out.len(), input.len());
+        assert!(tiles <= SCAN_TILE && tile_sums.len() >= tiles && tile_offsets.len() > tiles, "scan of {len}");
+        let k = &self.sort;
+        if tiles <= 1 {
+            // SAFETY: one block reads input[..len] and writes out[..=len], both in bounds
+            // (asserted); no tile sums (null).
+            return unsafe {
+                k.g16_scan_tiles(
+                    1,
+                    SCAN_THREADS,
                     stream,
-                    off,
-                    u32_arg(keys),
-                    u32_arg(chunk),
-                    next,
-                )?
+                    input.ptr(),
+                    u32_arg(len),
+                    out.ptr_mut(),
+                    DevicePtrMut::null(),
+                )
             };
         }
-        let plan = Plan { n, c, windows: windows as u32, shifted, entries: total, chunk, levels, serial };
-        scratch.planned.set(Some(plan));
-        Ok(plan)
+        let grid = tiles as u32;
+        // SAFETY: block b reads input and writes out in tile b (inside len), and writes
+        // tile_sums[b], b < tiles (asserted).
+        unsafe {
+            k.g16_scan_tiles(grid, SCAN_THREADS, stream, input.ptr(), u32_arg(len), out.ptr_mut(), tile_sums.ptr_mut())?
+        };
+        // SAFETY: one block scans tile_sums[..tiles] into tile_offsets[..=tiles] (asserted).
+        unsafe {
+            let none = DevicePtrMut::null();
+            k.g16_scan_tiles(1, SCAN_THREADS, stream, tile_sums.ptr(), u32_arg(tiles), tile_offsets.ptr_mut(), none)?
+        };
+        // SAFETY: block b adds tile_offsets[b] to its tile of out and block 0 writes
+        // out[len] = tile_offsets[tiles], all in bounds (asserted).
+        unsafe { k.g16_scan_add(grid, SCAN_THREADS, stream, out.ptr_mut(), u32_arg(len), tile_offsets.ptr()) }
     }
 
     /// Each entry to the next free slot of its key, straight from the digits: over plain
     /// bases, where the blocks in flight write inside one window's entries (buckets.cuh).
-    fn scatter(&self, stream: &Stream, scratch: &MsmScratch, s: Scattered) -> Result<()> {
-        let (digits, cursor, entries) =
-            (reserved(&scratch.digits), reserved(&scratch.cursor), reserved(&scratch.entries));
-        let grid = blocks(s.n, THREADS) * s.windows as u32;
+    fn scatter(
+        &self,
+        stream: &Stream,
+        buffers: &MsmBuffers,
+        (n, windows): (usize, usize),
+        shared: Option<usize>,
+    ) -> Result<()> {
+        let (words, cursor, entries) = (grown(&buffers.digits), grown(&buffers.cursor), grown(&buffers.entries));
+        let grid = blocks(n, THREADS) * windows as u32;
         // SAFETY: block b reads digits[w·n + i] for w = b / ⌈n/THREADS⌉ < windows and i < n,
-        // the digit words the count kernel wrote for these counts, so bucket `key` receives
-        // exactly counts[key] entries at offsets[key] + 0..counts[key] (cursor starts at
-        // offsets[key]): all below the total, which fits `entries` (asserted in `plan`). Each
-        // entry is w·window_points + i < 2^31, below the sign bit.
+        // the digit words `count` wrote for these counts, so bucket `key` receives exactly
+        // counts[key] entries at offsets[key] + 0..counts[key] (cursor starts at
+        // offsets[key]): all below the total, which fits `entries` (asserted in `count`).
+        // Each entry is w·window_points + i < 2^31 (asserted in `sort`), below the sign bit.
         unsafe {
-            let (n, window_points) = (u32_arg(s.n), u32_arg(s.window_points));
-            self.k.g16_msm_scatter(grid, THREADS, stream, digits.ptr(), n, window_points, cursor.ptr(), entries.ptr())
+            let (n, window_points) = (u32_arg(n), u32_arg(shared.unwrap_or(0)));
+            self.sort.g16_msm_scatter(
+                grid,
+                THREADS,
+                stream,
+                words.ptr(),
+                n,
+                window_points,
+                cursor.ptr_mut(),
+                entries.ptr_mut(),
+            )
         }
     }
 
-    /// The scatter of a shifted plan of BINNED_ENTRIES or more, in two passes, bin and place
-    /// (buckets.cuh).
-    fn scatter_binned(&self, stream: &Stream, scratch: &MsmScratch, s: Scattered) -> Result<()> {
-        let Scattered { n, windows, window_points, keys, total } = s;
-        let (digits, cursor, entries) =
-            (reserved(&scratch.digits), reserved(&scratch.cursor), reserved(&scratch.entries));
-        let offsets = &scratch.offsets;
-        let (binned, bin_cursor) = (reserved(&scratch.binned), reserved(&scratch.bin_cursor));
-        assert!(binned.len() >= 2 * total, "{total} binned entries for room of {}", binned.len() / 2);
-        let (shift, bins) = bins_for(keys);
-        assert!(bins <= bin_cursor.len(), "{bins} bins of the scatter");
+    /// The scatter in two passes, bin and place (buckets.cuh), in bins of 2^shift keys.
+    fn scatter_binned(
+        &self,
+        stream: &Stream,
+        buffers: &MsmBuffers,
+        (n, windows, keys, total): (usize, usize, usize, usize),
+        shared: Option<usize>,
+        shift: u32,
+    ) -> Result<()> {
+        let (words, cursor, entries) = (grown(&buffers.digits), grown(&buffers.cursor), grown(&buffers.entries));
+        let (binned, bin_cursor) = (grown(&buffers.binned), grown(&buffers.bin_cursor));
+        assert!(binned.len() >= total, "{total} binned entries for room of {}", binned.len());
+        let bins = keys.div_ceil(1 << shift);
+        assert!(bins <= BINS.min(bin_cursor.len()), "{bins} bins of the scatter");
         // SAFETY: thread b < bins reads off[b << shift], b << shift < keys < offsets[0].len(),
         // and writes bin_cursor[b] (asserted).
         unsafe {
-            self.k.g16_msm_bin_starts(
-                blocks(bins, THREADS),
+            let (off, bins) = (buffers.offsets[0].ptr(), u32_arg(bins));
+            self.sort.g16_msm_bin_starts(
+                blocks(bins as usize, THREADS),
                 THREADS,
                 stream,
-                offsets[0].ptr(),
+                off,
                 shift,
-                u32_arg(bins),
-                bin_cursor.ptr(),
+                bins,
+                bin_cursor.ptr_mut(),
             )?
         };
         let grid = blocks(windows * n, BIN_TILE);
-        let (n, windows, window_points, bins) = (u32_arg(n), u32_arg(windows), u32_arg(window_points), u32_arg(bins));
-        // SAFETY: block t reads digits[j] for j < windows·n, the digit words the count kernel
-        // wrote (need.entries ≤ digits.len()); a key's bin, key >> shift, is below `bins` ≤ BINS
-        // (its shared counts; asserted), and bin b receives exactly the counts of its keys,
-        // from off[b << shift] on (bin_cursor), so every (key, entry) pair lands below the
-        // total, inside `binned` (asserted). Each entry is w·window_points + i < 2^31
-        // (asserted), below the sign bit.
+        let window_points = shared.unwrap_or(0);
+        // SAFETY: block t reads digits[j] for j < windows·n, the digit words `count` wrote
+        // (asserted to fit); a key's bin, key >> shift, is below `bins` ≤ BINS (its shared
+        // counts; asserted), and bin b receives exactly the counts of its keys, from
+        // off[b << shift] on (bin_cursor), so every (key, entry) pair lands below the total,
+        // inside `binned` (asserted). Each entry is w·window_points + i < 2^31 (asserted in
+        // `sort`), below the sign bit.
         unsafe {
-            self.k.g16_msm_bin(
+            let (n, windows, window_points, bins) =
+                (u32_arg(n), u32_arg(windows), u32_arg(window_points), u32_arg(bins));
+            self.sort.g16_msm_bin(
                 grid,
                 BIN_THREADS,
                 stream,
-                digits.ptr(),
+                words.ptr(),
                 n,
                 windows,
                 window_points,
                 shift,
                 bins,
-                bin_cursor.ptr(),
-                binned.ptr(),
+                bin_cursor.ptr_mut(),
+                binned.ptr_mut(),
             )?
         };
         let region = total.div_ceil(PLACE_REGIONS).next_multiple_of(32);
         let grid = blocks(PLACE_REGIONS * region, THREADS);
-        let (total, regions, region) = (u32_arg(total), u32_arg(PLACE_REGIONS), u32_arg(region));
         // SAFETY: thread (v, lane) reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod
         // regions, when below the total and inside run r, so every pair the bin kernel wrote
         // is read once, and bucket `key` receives exactly counts[key] entries at offsets[key]
         // + 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
-        // `entries` (asserted).
+        // `entries` (asserted in `count`).
         unsafe {
-            self.k.g16_msm_place(
-                grid,
-                THREADS,
-                stream,
-                binned.ptr(),
-                total,
-                regions,
-                region,
-                cursor.ptr(),
-                entries.ptr(),
-            )
+            let (total, regions, region) = (u32_arg(total), u32_arg(PLACE_REGIONS), u32_arg(region));
+            let (cursor, entries) = (cursor.ptr_mut(), entries.ptr_mut());
+            self.sort.g16_msm_place(grid, THREADS, stream, binned.ptr(), total, regions, region, cursor, entries)
         }
     }
 
-    /// out[i] = Σ_{j<i} input[j] for i ≤ len (out[len] is the total).
+    /// Σ over `buckets` of `bases`: one Jacobian point per bucket set in `out` (Σ_d d·bucket_d
+    /// of that set), for the host to combine (a set per window), or the MSM itself (one set
+    /// over shifted bases). The window sums run over segments of `segment` buckets.
     ///
     /// # Panics
-    /// If a buffer is too short, or `len` exceeds two levels of tiles (2^24).
-    fn scan(
+    /// If `buffers` no longer hold these buckets or have no room for group `G`'s sums,
+    /// `bases` holds fewer points than the entries index, `out` fewer than the sets, or
+    /// `segment` is not a power of two dividing a window's buckets.
+    pub(crate) fn sum<G: Group>(
         &self,
         stream: &Stream,
-        input: &DeviceVec<u32>,
-        len: usize,
-        out: &DeviceVec<u32>,
-        tile_sums: &DeviceVec<u32>,
-        tile_offsets: &DeviceVec<u32>,
-    ) -> Result<()> {
-        let tiles = len.div_ceil(SCAN_TILE);
-        assert!(input.len() >= len && out.len() > len, "scan of {len} into {} from {}", out.len(), input.len());
-        assert!(tiles <= SCAN_TILE && tile_sums.len() >= tiles && tile_offsets.len() > tiles, "scan of {len}");
-        let k = &self.k;
-        if tiles <= 1 {
-            // SAFETY: one block reads input[..len] and writes out[..=len], both in bounds
-            // (asserted); no tile sums (null).
-            return unsafe { k.g16_scan_tiles(1, SCAN_THREADS, stream, input.ptr(), u32_arg(len), out.ptr(), 0) };
-        }
-        let grid = tiles as u32;
-        // SAFETY: block b reads input and writes out in tile b (inside len), and writes
-        // tile_sums[b], b < tiles (asserted).
-        unsafe { k.g16_scan_tiles(grid, SCAN_THREADS, stream, input.ptr(), u32_arg(len), out.ptr(), tile_sums.ptr())? };
-        // SAFETY: one block scans tile_sums[..tiles] into tile_offsets[..=tiles] (asserted).
-        unsafe { k.g16_scan_tiles(1, SCAN_THREADS, stream, tile_sums.ptr(), u32_arg(tiles), tile_offsets.ptr(), 0)? };
-        // SAFETY: block b adds tile_offsets[b] to its tile of out and block 0 writes
-        // out[len] = tile_offsets[tiles], all in bounds (asserted).
-        unsafe { k.g16_scan_add(grid, SCAN_THREADS, stream, out.ptr(), u32_arg(len), tile_offsets.ptr()) }
-    }
-
-    /// Σ over the planned buckets of `bases`: one Jacobian point per bucket set in `out`
-    /// (Σ_d d·bucket_d of that set), for the host to combine (a set per window), or the MSM
-    /// itself (one set over shifted bases).
-    ///
-    /// # Panics
-    /// If `scratch` no longer holds `plan`'s buckets or was not reserved for group `G`,
-    /// `bases` holds fewer points than the plan indexes, or `out` fewer than its sets.
-    pub(crate) fn window_sums<G: Group>(
-        &self,
-        stream: &Stream,
-        scratch: &MsmScratch,
-        plan: &Plan,
+        buffers: &MsmBuffers,
+        (buckets, segment): (&Buckets, usize),
         bases: &DeviceVec<G::Affine>,
         out: &DeviceVec<G::Projective>,
     ) -> Result<()> {
-        assert_eq!(scratch.planned.get(), Some(*plan), "the scratch holds another plan's buckets");
-        let indexed = plan.shifted.map_or(plan.n, |copy| copy * plan.windows as usize);
-        assert!(bases.len() >= indexed && out.len() >= plan.sets(), "short bases or output");
-        let k = G::kernels(self);
-        let buffers = G::buffers(scratch);
-        let sums = [reserved(&buffers.sums[0]), reserved(&buffers.sums[1])];
-        let (entries, offsets, keys) = (reserved(&scratch.entries), &scratch.offsets, plan.keys());
-        let (keys_arg, chunk) = (u32_arg(keys), plan.chunk);
-        for level in 1..=plan.levels {
-            let items = level_items(plan.entries, keys, chunk, level);
-            let written = level_items(plan.entries, keys, chunk, level + 1);
+        assert_eq!(buffers.sorted.get(), Some(buckets.serial), "the buffers hold another sort's buckets");
+        assert!(bases.len() >= buckets.indexed() && out.len() >= buckets.sets(), "short bases or output");
+        let sums = self.sum_levels::<G>(stream, buffers, buckets, bases)?;
+        self.sum_windows::<G>(stream, buffers, (buckets, segment), sums, out)
+    }
+
+    /// The reduction levels: level 1 sums the entries' points, the later ones the slots of
+    /// the level before. Returns the sums the last level wrote.
+    fn sum_levels<'b, G: Group>(
+        &self,
+        stream: &Stream,
+        buffers: &'b MsmBuffers,
+        buckets: &Buckets,
+        bases: &DeviceVec<G::Affine>,
+    ) -> Result<&'b DeviceVec<G::Xyzz>> {
+        let (k, group) = (G::kernels(self), G::sums(buffers));
+        let sums = [grown(&group.sums[0]), grown(&group.sums[1])];
+        let (entries, offsets, keys, chunk) = (grown(&buffers.entries), &buffers.offsets, buckets.keys, buckets.chunk);
+        for level in 1..=buckets.levels {
+            let items = level_items(buckets.entries, keys, chunk, level);
+            let written = level_items(buckets.entries, keys, chunk, level + 1);
             let out = sums[(level as usize + 1) % 2];
             assert!(out.len() >= written, "level {level}: {written} sums for room of {}", out.len());
             out.zero(written, stream)?; // the slots no run writes: the point at infinity
             let off = offsets[level as usize - 1].ptr();
             let grid = blocks(items.div_ceil(chunk), G::THREADS);
-            let (items, l) = (u32_arg(items), u32_arg(chunk));
+            let (keys_arg, items, l) = (u32_arg(keys), u32_arg(items), u32_arg(chunk));
             if level == 1 {
                 // SAFETY: thread t < ⌈items/L⌉ sums items [t·L, t·L + L) ∩ [0, items):
-                // entries, each a point index below `indexed` ≤ bases.len() (asserted); it
-                // writes slot t + k for each bucket k those items meet, below ⌊items/L⌋ + keys
-                // = `written` ≤ out.len() (asserted).
+                // entries, each a point index below `indexed` ≤ bases.len() (asserted in
+                // `sum`); it writes slot t + k for each bucket k those items meet, below
+                // ⌊items/L⌋ + keys = `written` ≤ out.len() (asserted).
                 unsafe {
+                    let (bases, entries) = (bases.ptr(), entries.ptr());
                     k.g16_msm_sum_bases(
                         grid,
                         G::THREADS,
                         stream,
-                        bases.ptr(),
-                        entries.ptr(),
+                        bases,
+                        entries,
                         off,
                         keys_arg,
                         items,
                         l,
-                        out.ptr(),
+                        out.ptr_mut(),
                     )?
                 };
             } else {
@@ -598,98 +663,82 @@ impl MsmKernels {
                 // SAFETY: as above, reading the previous level's `items` slots, which it wrote
                 // (or zeroed) into `input`.
                 unsafe {
-                    k.g16_msm_sum_sums(grid, G::THREADS, stream, input.ptr(), off, keys_arg, items, l, out.ptr())?
+                    k.g16_msm_sum_sums(grid, G::THREADS, stream, input.ptr(), off, keys_arg, items, l, out.ptr_mut())?
                 };
             }
         }
-        let sums = sums[(plan.levels as usize + 1) % 2];
-        let segments = reserved(&buffers.segments);
-        let windows = plan.sets();
-        let (segment, per_window) = segments_for(windows, plan.c);
-        assert!(
-            windows * per_window <= segments.len(),
-            "{} segments for room of {}",
-            windows * per_window,
-            segments.len()
-        );
-        let last = offsets[plan.levels as usize].ptr();
-        let grid = blocks(windows * per_window, G::THREADS);
+        Ok(sums[(buckets.levels as usize + 1) % 2])
+    }
+
+    /// The window sums from the last level's `sums`: each window's buckets in segments,
+    /// folded pairwise, then each window's first segment into `out`.
+    fn sum_windows<G: Group>(
+        &self,
+        stream: &Stream,
+        buffers: &MsmBuffers,
+        (buckets, segment): (&Buckets, usize),
+        sums: &DeviceVec<G::Xyzz>,
+        out: &DeviceVec<G::Projective>,
+    ) -> Result<()> {
+        let k = G::kernels(self);
+        let segments = grown(&G::sums(buffers).segments);
+        let (windows, c) = (buckets.sets(), buckets.digits.c);
+        let half = 1usize << (c - 1);
+        assert!(segment.is_power_of_two() && segment <= half, "segments of {segment} of {half} buckets");
+        let per_window = half / segment;
+        let room = segments.len();
+        assert!(windows * per_window <= room, "{} segments for room of {room}", windows * per_window);
+        let last = buckets.levels as usize;
+        assert!(buffers.offsets.len() > last, "the offsets of {last} levels");
         let (windows_arg, per_window_arg) = (u32_arg(windows), u32_arg(per_window));
         // SAFETY: thread (w, s) reads the sums of the nonempty buckets of window w at
-        // off[key] < off[keys] (the last level's count of sums), and writes
-        // segments[w·per_window + s], inside the room asserted.
+        // off[key] < off[keys] (the last level's count of sums, which it wrote), and writes
+        // segments[w·per_window + s], inside the room (asserted).
         unsafe {
-            k.g16_msm_bucket_segments(
-                grid,
-                G::THREADS,
-                stream,
-                sums.ptr(),
-                last,
-                plan.c,
-                windows_arg,
-                u32_arg(segment),
-                segments.ptr(),
-            )?
+            let (grid, off) = (blocks(windows * per_window, G::THREADS), buffers.offsets[last].ptr());
+            let (s, segments) = (u32_arg(segment), segments.ptr_mut());
+            k.g16_msm_bucket_segments(grid, G::THREADS, stream, sums.ptr(), off, c, windows_arg, s, segments)?
         };
         let mut stride = 1;
         while stride < per_window {
-            let pairs = per_window.div_ceil(2 * stride);
-            let grid = blocks(windows * pairs, G::THREADS);
+            let grid = blocks(windows * per_window.div_ceil(2 * stride), G::THREADS);
             // SAFETY: thread (w, q) adds segment w·per_window + 2q·stride + stride (when below
             // per_window) into 2q·stride, all inside windows·per_window; no segment is both
             // read and written in one launch.
             unsafe {
-                k.g16_msm_fold_segments(
-                    grid,
-                    G::THREADS,
-                    stream,
-                    segments.ptr(),
-                    per_window_arg,
-                    windows_arg,
-                    u32_arg(stride),
-                )?
+                let (segments, stride) = (segments.ptr_mut(), u32_arg(stride));
+                k.g16_msm_fold_segments(grid, G::THREADS, stream, segments, per_window_arg, windows_arg, stride)?
             };
             stride *= 2;
         }
         // SAFETY: thread w < windows reads segment w·per_window and writes out[w] (out holds
-        // `windows`, asserted).
+        // the sets, asserted in `sum`).
         unsafe {
-            k.g16_msm_window_sums(
-                blocks(windows, G::THREADS),
-                G::THREADS,
-                stream,
-                segments.ptr(),
-                per_window_arg,
-                windows_arg,
-                out.ptr(),
-            )
+            let grid = blocks(windows, G::THREADS);
+            k.g16_msm_window_sums(grid, G::THREADS, stream, segments.ptr(), per_window_arg, windows_arg, out.ptr_mut())
         }
     }
 
     /// Makes the shifted copies of the `n` bases at the start of `table` (shift.cuh): copy w,
-    /// at w·n, is 2^(offset of window w)·P for each base P of copy 0, for plans of `c`-bit
-    /// windows. Enqueued on `stream`.
+    /// at w·n, is copy w − 1 doubled `doublings[w − 1]` times. Enqueued on `stream`.
     ///
     /// # Panics
-    /// If `c` is outside [`SHIFTED_WINDOW_BITS`] or `table` holds fewer than one copy per window.
+    /// If `table` holds fewer than `doublings.len() + 1` copies.
     pub(crate) fn shift<G: Group>(
         &self,
         stream: &Stream,
         table: &DeviceVec<G::Affine>,
         n: usize,
-        c: u32,
+        doublings: &[u32],
     ) -> Result<()> {
-        assert!(SHIFTED_WINDOW_BITS.contains(&c), "window of {c} bits");
-        let c = widest_window(c);
-        let windows = windows_for(c);
-        assert!(table.len() >= n * windows, "{} points for {windows} copies of {n}", table.len());
-        for w in 1..windows {
-            let doublings = window_width(c, windows as u32, w as u32 - 1);
-            let (input, out) = (table.ptr_at((w - 1) * n), table.ptr_at(w * n));
+        let copies = doublings.len() + 1;
+        assert!(table.len() >= n * copies, "{} points for {copies} copies of {n}", table.len());
+        for (w, &doublings) in (1..copies).zip(doublings) {
             // SAFETY: thread i < n reads point i of copy w − 1 and writes point i of copy w,
             // both inside the table (asserted); threads past n only take part in their
             // block's inversion.
             unsafe {
+                let (input, out) = (table.at((w - 1) * n), table.at_mut(w * n));
                 G::kernels(self).g16_msm_shift(
                     blocks(n, SHIFT_THREADS),
                     SHIFT_THREADS,
@@ -702,17 +751,5 @@ impl MsmKernels {
             };
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_plan_serves_its_own_shape_only() {
-        let plan = Plan { n: 10, c: 19, windows: 14, shifted: Some(16), entries: 0, chunk: 8, levels: 1, serial: 0 };
-        assert!(plan.serves(10, 19, Some(16)) && !plan.serves(10, 19, None) && !plan.serves(10, 18, Some(16)));
-        assert_eq!((plan.sets(), plan.keys()), (1, 1 << 18));
     }
 }

@@ -1,15 +1,43 @@
-//! Typed launches of the recorded constraints' kernels (`cuda/r1cs/spmv.cuh`).
+//! The launches of the recorded constraints' kernels (`cuda/r1cs/spmv.cuh`), and the device
+//! copies of a recording they read, which only this file makes: a matrix (or a chunk of its
+//! rows) copied from a recording's own, whose invariants (every variable indexes z, every
+//! coefficient the table; [`R1cs`]) bound every index the kernels read.
 
 use blstrs::Scalar;
 use cust::stream::Stream;
 
-use super::{blocks, u32_arg, DevicePtr, DeviceVec};
-use crate::backend::cuda::geometry::{R1CS_THREADS as THREADS, SPMV_LANES};
+use super::copies::{upload, InFlight, Staging};
+use super::geometry::{R1CS_THREADS as THREADS, SPMV_LANES};
+use super::launch::{blocks, u32_arg};
+use super::memory::{DevicePtr, DevicePtrMut, DeviceVec, HostElem};
 use crate::error::Result;
+use crate::r1cs::{Matrix, R1cs, RowStarts};
+
+kernels! {
+    /// The recorded constraints' kernels (`cuda/r1cs/spmv.cuh`).
+    R1csKernels {
+        /// out[i] = ⟨row i, z⟩ for i < rows, 0 up to n; row starts of 32 bits, the entries
+        /// from the first start.
+        fn g16_spmv_narrow(
+            starts: DevicePtr<u32>, vars: DevicePtr<u32>, coeffs: DevicePtr<u32>, table: DevicePtr<Scalar>,
+            input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, inputs: u32, rows: u32, n: u32, out: DevicePtrMut<Scalar>,
+        );
+        /// As `g16_spmv_narrow`, with row starts of 64 bits.
+        fn g16_spmv_wide(
+            starts: DevicePtr<u64>, vars: DevicePtr<u32>, coeffs: DevicePtr<u32>, table: DevicePtr<Scalar>,
+            input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, inputs: u32, rows: u32, n: u32, out: DevicePtrMut<Scalar>,
+        );
+        /// out[i] = z[vars[i]] for i < n.
+        fn g16_gather(
+            vars: DevicePtr<u32>, n: u32, input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, inputs: u32,
+            out: DevicePtrMut<Scalar>,
+        );
+    }
+}
 
 /// Row starts of a matrix on the device, as wide as the host's.
 #[derive(Debug)]
-pub(crate) enum DeviceStarts {
+enum DeviceStarts {
     Narrow(DeviceVec<u32>),
     Wide(DeviceVec<u64>),
 }
@@ -22,115 +50,260 @@ impl DeviceStarts {
             DeviceStarts::Wide(s) => s.len(),
         }
     }
+}
 
-    fn ptr(&self) -> DevicePtr {
+/// Which of a recording's three matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Which {
+    A,
+    B,
+    C,
+}
+
+impl Which {
+    pub(crate) const ALL: [Which; 3] = [Which::A, Which::B, Which::C];
+
+    /// The matrix of `r1cs`.
+    pub(crate) fn of(self, r1cs: &R1cs) -> &Matrix {
         match self {
-            DeviceStarts::Narrow(s) => s.ptr(),
-            DeviceStarts::Wide(s) => s.ptr(),
+            Which::A => &r1cs.a,
+            Which::B => &r1cs.b,
+            Which::C => &r1cs.c,
         }
     }
 }
 
-/// One matrix on the device, or a chunk of its rows: `starts[..=rows]` are the rows' starts
-/// as the whole matrix numbers its entries, `vars` and `coeffs` its entries from `starts[0]`.
+/// One matrix of a recording on the device, whole, or room for a chunk of its rows:
+/// `starts[..=rows]` are the rows' starts as the whole matrix numbers its entries, `vars` and
+/// `coeffs` its entries from `starts[0]`.
 #[derive(Debug)]
 pub(crate) struct DeviceMatrix {
-    pub(crate) starts: DeviceStarts,
-    pub(crate) vars: DeviceVec<u32>,
-    pub(crate) coeffs: DeviceVec<u32>,
+    starts: DeviceStarts,
+    vars: DeviceVec<u32>,
+    coeffs: DeviceVec<u32>,
+    /// Rows it holds (zero in chunk room no chunk was copied into).
+    rows: usize,
+    /// Every variable it holds is below this (z's length), every coefficient below
+    /// `coeffs_below` (the table's): what the recording it was copied from guarantees.
+    vars_below: usize,
+    coeffs_below: usize,
+}
+
+/// Copies `src` into a new device vector through the staging chunks, waiting for the copy.
+fn copy_up<T: HostElem>(src: &[T], stream: &Stream, staging: &Staging) -> Result<DeviceVec<T>> {
+    let dst = DeviceVec::new(src.len())?;
+    upload(stream, staging, src, false, &dst)?.wait()?;
+    Ok(dst)
 }
 
 impl DeviceMatrix {
-    /// Rows of a whole matrix: one start fewer.
-    pub(crate) fn rows(&self) -> usize {
-        self.starts.len() - 1
+    /// Matrix `which` of `r1cs`, whole, uploaded through the staging chunks.
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory),
+    /// [`Error::Cuda`](crate::Error::Cuda).
+    pub(crate) fn upload(r1cs: &R1cs, which: Which, stream: &Stream, staging: &Staging) -> Result<Self> {
+        let m = which.of(r1cs);
+        let starts = match &m.starts {
+            RowStarts::Narrow(s) => DeviceStarts::Narrow(copy_up(s, stream, staging)?),
+            RowStarts::Wide(s) => DeviceStarts::Wide(copy_up(s, stream, staging)?),
+        };
+        Ok(DeviceMatrix {
+            starts,
+            vars: copy_up(&m.vars, stream, staging)?,
+            coeffs: copy_up(&m.coeffs, stream, staging)?,
+            rows: m.rows(),
+            vars_below: r1cs.inputs + r1cs.aux,
+            coeffs_below: r1cs.table.len(),
+        })
+    }
+
+    /// Room for chunks of up to `entries` entries and rows, with starts `wide` or not.
+    ///
+    /// # Errors
+    /// As [`upload`](Self::upload).
+    pub(crate) fn chunk_room(entries: usize, wide: bool) -> Result<Self> {
+        let starts = match wide {
+            false => DeviceStarts::Narrow(DeviceVec::new(entries + 1)?),
+            true => DeviceStarts::Wide(DeviceVec::new(entries + 1)?),
+        };
+        let (vars, coeffs) = (DeviceVec::new(entries)?, DeviceVec::new(entries)?);
+        Ok(DeviceMatrix { starts, vars, coeffs, rows: 0, vars_below: 0, coeffs_below: 0 })
+    }
+
+    /// Enqueues the copies of matrix `which`'s rows `rows` of `r1cs` (their starts and their
+    /// entries) into this room.
+    ///
+    /// # Panics
+    /// If the room is of the other width, or holds fewer starts or entries than the chunk.
+    fn load<'a>(
+        &mut self,
+        stream: &'a Stream,
+        staging: &Staging,
+        (r1cs, which): (&'a R1cs, Which),
+        rows: std::ops::Range<usize>,
+    ) -> Result<[InFlight<'a>; 3]> {
+        let m = which.of(r1cs);
+        let entries = m.starts.entries(rows.clone());
+        let starts = match (&m.starts, &self.starts) {
+            (RowStarts::Narrow(s), DeviceStarts::Narrow(d)) => {
+                upload(stream, staging, &s[rows.start..=rows.end], false, d)?
+            }
+            (RowStarts::Wide(s), DeviceStarts::Wide(d)) => {
+                upload(stream, staging, &s[rows.start..=rows.end], false, d)?
+            }
+            _ => panic!("chunk room of the other row starts' width"),
+        };
+        let vars = upload(stream, staging, &m.vars[entries.clone()], false, &self.vars)?;
+        let coeffs = upload(stream, staging, &m.coeffs[entries], false, &self.coeffs)?;
+        (self.rows, self.vars_below, self.coeffs_below) = (rows.len(), r1cs.inputs + r1cs.aux, r1cs.table.len());
+        Ok([starts, vars, coeffs])
+    }
+}
+
+/// Whether a matrix's row starts are 64-bit (it has 2^32 entries or more).
+pub(crate) fn wide(m: &Matrix) -> bool {
+    matches!(m.starts, RowStarts::Wide(_))
+}
+
+/// The indices of a gather on the device, each below `below` (z's length).
+#[derive(Debug)]
+pub(crate) struct DeviceIndices {
+    vars: DeviceVec<u32>,
+    len: usize,
+    below: usize,
+}
+
+impl DeviceIndices {
+    /// Uploads `vars`, every one of which must be below `below`.
+    ///
+    /// # Panics
+    /// If one is not (a recording's own indices always are).
+    ///
+    /// # Errors
+    /// As [`DeviceMatrix::upload`].
+    pub(crate) fn upload(vars: &[u32], below: usize, stream: &Stream, staging: &Staging) -> Result<Self> {
+        assert!(vars.iter().all(|&v| (v as usize) < below), "a gather index past z's {below} variables");
+        Ok(DeviceIndices { vars: copy_up(vars, stream, staging)?, len: vars.len(), below })
     }
 }
 
 /// z = input ‖ aux on the device, as two vectors.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Z<'a> {
+pub(crate) struct DeviceZ<'a> {
     pub(crate) input: &'a DeviceVec<Scalar>,
     pub(crate) inputs: usize,
     pub(crate) aux: &'a DeviceVec<Scalar>,
-    /// Variables z has: every index of the matrices and gathers is below this.
+    /// Variables z has: every index the products and gathers read must be below this.
     pub(crate) len: usize,
 }
 
-kernels! {
-    /// The recorded constraints' kernels (`cuda/r1cs/spmv.cuh`).
-    R1csKernels {
-        /// out[i] = ⟨row i, z⟩ for i < rows, 0 up to n; row starts of 32 bits, the entries
-        /// from the first start.
-        fn g16_spmv_narrow(
-            starts: DevicePtr, vars: DevicePtr, coeffs: DevicePtr, table: DevicePtr, input: DevicePtr,
-            aux: DevicePtr, inputs: u32, rows: u32, n: u32, out: DevicePtr,
+impl DeviceZ<'_> {
+    /// Asserts that its vectors hold what its counts say, and that indices below `below` are
+    /// inside it.
+    fn check(&self, below: usize) {
+        assert!(
+            self.input.len() >= self.inputs && self.aux.len() >= self.len - self.inputs,
+            "z shorter than its counts"
         );
-        /// As `g16_spmv_narrow`, with row starts of 64 bits.
-        fn g16_spmv_wide(
-            starts: DevicePtr, vars: DevicePtr, coeffs: DevicePtr, table: DevicePtr, input: DevicePtr,
-            aux: DevicePtr, inputs: u32, rows: u32, n: u32, out: DevicePtr,
-        );
-        /// out[i] = z[vars[i]] for i < n.
-        fn g16_gather(vars: DevicePtr, n: u32, input: DevicePtr, aux: DevicePtr, inputs: u32, out: DevicePtr);
+        assert!(below <= self.len, "indices up to {below} into z of {}", self.len);
     }
 }
 
 impl R1csKernels {
-    /// out[at..at + rows] = the first `rows` rows of `m` · z, out[at + rows..at + n] = 0,
-    /// enqueued on `stream`.
+    /// out[at..at + rows] = `m`'s rows · z, out[at + rows..at + n] = 0, enqueued on `stream`.
     ///
     /// # Panics
-    /// If `m` holds fewer than `rows` rows' starts, `n` is under `rows`, `out` is shorter than
-    /// `at + n`, or z's vectors are shorter than its counts say.
+    /// If `n` is under `m`'s rows, `out` is shorter than `at + n`, `table` shorter than the
+    /// recording's, or z than its counts or the recording's variables.
     pub(crate) fn spmv(
         &self,
         stream: &Stream,
-        (m, rows): (&DeviceMatrix, usize),
+        m: &DeviceMatrix,
         table: &DeviceVec<Scalar>,
-        z: Z<'_>,
+        z: DeviceZ<'_>,
         (at, n): (usize, usize),
         out: &DeviceVec<Scalar>,
     ) -> Result<()> {
+        let rows = m.rows;
         assert!(rows < m.starts.len() && rows <= n, "{rows} rows of {} starts into {n}", m.starts.len());
         assert!(at + n <= out.len(), "{n} elements from {at} of {}", out.len());
-        assert!(z.input.len() >= z.inputs && z.aux.len() >= z.len - z.inputs, "z shorter than its counts");
+        assert!(m.coeffs_below <= table.len(), "coefficients up to {} of a table of {}", m.coeffs_below, table.len());
+        z.check(m.vars_below);
         let grid = blocks(n * SPMV_LANES as usize, THREADS);
-        let (vars, coeffs, table) = (m.vars.ptr(), m.coeffs.ptr(), table.ptr());
-        let (input, aux, inputs, rows, n, out) =
-            (z.input.ptr(), z.aux.ptr(), u32_arg(z.inputs), u32_arg(rows), u32_arg(n), out.ptr_at(at));
-        let launch = match &m.starts {
-            DeviceStarts::Narrow(_) => Self::g16_spmv_narrow,
-            DeviceStarts::Wide(_) => Self::g16_spmv_wide,
-        };
-        let starts = m.starts.ptr();
-        // SAFETY: the kernel is the one for the starts' width. The matrix was checked on read
-        // (src/r1cs/file.rs) or built by recording, and `m` holds it whole or a chunk of its
-        // rows as uploaded (src/backend/cuda/r1cs.rs): the starts rise, the entries from
-        // starts[0] to starts[rows] are in `vars` and `coeffs`, every variable is below z's
-        // length, every coefficient index below the table's; `out` holds n >= rows elements
-        // from `at` (asserted), one for each row, SPMV_LANES threads per row.
-        unsafe { launch(self, grid, THREADS, stream, starts, vars, coeffs, table, input, aux, inputs, rows, n, out) }
+        let (vars, coeffs, table, input, aux) = (m.vars.ptr(), m.coeffs.ptr(), table.ptr(), z.input.ptr(), z.aux.ptr());
+        let (inputs, rows, n, out) = (u32_arg(z.inputs), u32_arg(rows), u32_arg(n), out.at_mut(at));
+        // SAFETY: the kernel is the one for the starts' width. `m` holds a recording's matrix,
+        // or a chunk of its rows, as copied (`upload`, `load`): the starts rise (the
+        // recording's invariant), its entries from starts[0] to starts[rows] are in `vars` and
+        // `coeffs`, every variable is below z's length and every coefficient index below the
+        // table's (asserted against the bounds the recording gave); `out` holds n >= rows
+        // elements from `at` (asserted), one for each row, SPMV_LANES threads per row.
+        unsafe {
+            macro_rules! spmv {
+                ($kernel:ident, $starts:expr) => {
+                    self.$kernel(grid, THREADS, stream, $starts, vars, coeffs, table, input, aux, inputs, rows, n, out)
+                };
+            }
+            match &m.starts {
+                DeviceStarts::Narrow(s) => spmv!(g16_spmv_narrow, s.ptr()),
+                DeviceStarts::Wide(s) => spmv!(g16_spmv_wide, s.ptr()),
+            }
+        }
     }
 
-    /// out[i] = z[vars[i]] for i < vars' length, enqueued on `stream`.
+    /// Copies rows `rows` of matrix `which` of `r1cs` into `room` and enqueues their products
+    /// as [`spmv`](Self::spmv) does, from `at`, padding with zeros to `n`. The copies read
+    /// the recording until the returned guards are waited for.
     ///
     /// # Panics
-    /// If `out` is shorter than `vars`.
+    /// As [`spmv`](Self::spmv), or if the chunk does not fit `room`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn spmv_chunk<'a>(
+        &self,
+        (stream, staging): (&'a Stream, &Staging),
+        (r1cs, which): (&'a R1cs, Which),
+        rows: std::ops::Range<usize>,
+        room: &mut DeviceMatrix,
+        table: &DeviceVec<Scalar>,
+        z: DeviceZ<'_>,
+        (at, n): (usize, usize),
+        out: &DeviceVec<Scalar>,
+    ) -> Result<[InFlight<'a>; 3]> {
+        let copies = room.load(stream, staging, (r1cs, which), rows)?;
+        self.spmv(stream, room, table, z, (at, n), out)?;
+        Ok(copies)
+    }
+
+    /// out[i] = z[vars[i]] for every index of `vars`, enqueued on `stream`.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `vars`, or z than its counts or the indices.
     pub(crate) fn gather(
         &self,
         stream: &Stream,
-        vars: &DeviceVec<u32>,
-        n: usize,
-        z: Z<'_>,
+        vars: &DeviceIndices,
+        z: DeviceZ<'_>,
         out: &DeviceVec<Scalar>,
     ) -> Result<()> {
-        assert!(n <= vars.len() && n <= out.len(), "gather of {n} from {} into {}", vars.len(), out.len());
+        let n = vars.len;
+        assert!(n <= out.len(), "gather of {n} into {}", out.len());
+        z.check(vars.below);
         let (input, aux, inputs) = (z.input.ptr(), z.aux.ptr(), u32_arg(z.inputs));
-        // SAFETY: every index is below z's length (checked on read or built by recording); n
-        // elements of `vars` and `out` (asserted), one thread each.
+        // SAFETY: every index is below z's length (checked on upload, asserted against z);
+        // n elements of `vars` and `out` (asserted), one thread each.
         unsafe {
-            self.g16_gather(blocks(n, THREADS), THREADS, stream, vars.ptr(), u32_arg(n), input, aux, inputs, out.ptr())
+            self.g16_gather(
+                blocks(n, THREADS),
+                THREADS,
+                stream,
+                vars.vars.ptr(),
+                u32_arg(n),
+                input,
+                aux,
+                inputs,
+                out.ptr_mut(),
+            )
         }
     }
 }

@@ -1,13 +1,18 @@
 //! The h stage on the device: a, b, c to h = (a·b − c)/Z, left on the device for its MSM.
-//! Kernels in `cuda/ntt/ntt.cuh`; the same transforms as [`Domain`](crate::domain::Domain),
-//! so the result equals the CPU's bit for bit.
+//! Kernels in `cuda/ntt/ntt.cuh`, launched by `ffi/ntt.rs`; the same transforms as
+//! [`Domain`](crate::domain::Domain), so the result equals the CPU's bit for bit.
+
+mod passes;
 
 use blstrs::Scalar;
 use cust::event::Event;
 use cust::stream::Stream;
 use ff::Field;
 
-use super::ffi::{from_cust, DeviceVec, NttKernels, PowerTables, Twiddles};
+use self::passes::passes;
+use crate::backend::cuda::ffi::geometry::{LG_PASS, LG_PASS_K};
+use crate::backend::cuda::ffi::ntt::{lg_len, NttKernels, PowerTables, Twiddles};
+use crate::backend::cuda::ffi::{from_cust, DeviceVec};
 use crate::domain::Roots;
 use crate::error::Result;
 
@@ -22,6 +27,35 @@ pub enum Transform {
     CosetNtt,
     /// Evaluations on gH to coefficients.
     CosetIntt,
+}
+
+/// The NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds, each output xᵢ
+/// times c·bⁱ when `scale` holds the tables of c and b: ⌈lg_n/8⌉ decimation-in-frequency
+/// passes of balanced stage counts, the last of which writes into `spare` in natural order
+/// (the bit reversal in its stores). The two are then swapped: `x` holds the result.
+///
+/// # Panics
+/// As the passes' launches: if `x` is not a power of two long, `spare` is shorter, `tw`
+/// does not hold the len/2 twiddles or the tables do not cover the length.
+fn ntt(
+    k: &NttKernels,
+    stream: &Stream,
+    (x, spare): (&mut DeviceVec<Scalar>, &mut DeviceVec<Scalar>),
+    tw: &Twiddles,
+    scale: Option<&PowerTables>,
+) -> Result<()> {
+    let lg_n = lg_len(x);
+    if lg_n == 0 {
+        return scale.map_or(Ok(()), |pw| k.scale_by_powers(stream, x, pw));
+    }
+    let plan = passes(lg_n, LG_PASS, LG_PASS_K);
+    let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
+    for &pass in passes {
+        k.dif_pass(stream, x, pass, tw)?;
+    }
+    k.dif_last_pass(stream, (x, spare), *last, tw, scale)?;
+    std::mem::swap(x, spare);
+    Ok(())
 }
 
 /// Device buffers and tables of one domain size: a, b, c (h is left in a), the spare vector a
@@ -45,10 +79,12 @@ pub(crate) struct DeviceDomain {
 }
 
 impl DeviceDomain {
+    /// Buffers and tables of size m, the tables computed on `stream`, which is synchronised
+    /// (so that an error after this frees no memory a kernel still writes).
     pub(crate) fn new(k: &NttKernels, m: usize, stream: &Stream) -> Result<Self> {
         let roots = Roots::new(m)?;
         let m = 1usize << roots.lg_m;
-        Ok(DeviceDomain {
+        let domain = DeviceDomain {
             abc: [DeviceVec::new(m)?, DeviceVec::new(m)?, DeviceVec::new(m)?],
             spare: DeviceVec::new(m)?,
             omega: k.twiddles(roots.omega, m, stream)?,
@@ -58,7 +94,9 @@ impl DeviceDomain {
             g_inv_over_m: k.power_tables(Roots::g_inv(), roots.m_inv, m, stream)?,
             over_m: k.power_tables(Scalar::ONE, roots.m_inv, m, stream)?,
             roots,
-        })
+        };
+        stream.synchronize().map_err(from_cust)?;
+        Ok(domain)
     }
 
     /// The domain size m.
@@ -70,27 +108,27 @@ impl DeviceDomain {
     pub(crate) fn transform(&mut self, k: &NttKernels, stream: &Stream, i: usize, t: Transform) -> Result<()> {
         let (x, spare) = (&mut self.abc[i], &mut self.spare);
         match t {
-            Transform::Ntt => k.ntt(stream, x, spare, &self.omega, None),
-            Transform::Intt => k.ntt(stream, x, spare, &self.omega_inv, Some(&self.over_m)),
+            Transform::Ntt => ntt(k, stream, (x, spare), &self.omega, None),
+            Transform::Intt => ntt(k, stream, (x, spare), &self.omega_inv, Some(&self.over_m)),
             Transform::CosetNtt => {
                 k.scale_by_powers(stream, x, &self.g)?;
-                k.ntt(stream, x, spare, &self.omega, None)
+                ntt(k, stream, (x, spare), &self.omega, None)
             }
-            Transform::CosetIntt => k.ntt(stream, x, spare, &self.omega_inv, Some(&self.g_inv_over_m)),
+            Transform::CosetIntt => ntt(k, stream, (x, spare), &self.omega_inv, Some(&self.g_inv_over_m)),
         }
     }
 
     /// Enqueues the h stage on a, b, c (already on the device), recording `steps[0..4]` after
     /// its four steps: iNTT and the shift to gH (×gⁱ/m), the coset NTT, the quotient by Z, and
     /// the coset iNTT with the shift back. h is left in a.
-    pub(crate) fn h(&mut self, k: &NttKernels, stream: &Stream, steps: &[Event]) -> Result<()> {
+    pub(crate) fn h(&mut self, k: &NttKernels, stream: &Stream, steps: &[Event; 4]) -> Result<()> {
         for x in &mut self.abc {
             // coefficients, shifted to gH
-            k.ntt(stream, x, &mut self.spare, &self.omega_inv, Some(&self.g_over_m))?;
+            ntt(k, stream, (x, &mut self.spare), &self.omega_inv, Some(&self.g_over_m))?;
         }
         steps[0].record(stream).map_err(from_cust)?;
         for x in &mut self.abc {
-            k.ntt(stream, x, &mut self.spare, &self.omega, None)?;
+            ntt(k, stream, (x, &mut self.spare), &self.omega, None)?;
         }
         steps[1].record(stream).map_err(from_cust)?;
         let [a, b, c] = &self.abc;

@@ -1,16 +1,20 @@
-//! The proving key's bases as a backend holds them: on the device with their shifted copies,
-//! or on the device as they are, when they fit beside a partition's buffers and the MSM
-//! scratch, otherwise in page-locked host memory, streamed through two device chunks per
-//! group (see [`KeyPlacement`]).
+//! The proving key as a backend holds it: its bases on the device with their shifted copies,
+//! on the device as they are, or in page-locked host memory streamed through two device
+//! chunks per group (see [`KeyPlacement`]), and its recorded constraints; `placement.rs`
+//! decides which, within the device memory the backend may take.
+
+mod placement;
+
+pub(crate) use placement::{place, HeldKey};
 
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G2Affine};
 use cust::stream::Stream;
 
-use super::ffi::{from_cust, upload, DeviceVec, Group, HostElem, HostPinned, MsmKernels, Staging, G1, G2};
-use super::msm::shifted_window_bits;
-use super::plan::windows_for;
+use super::ffi::msm::{MsmKernels, G1, G2};
+use super::ffi::{DeviceVec, HostPinned, Staging};
+use super::msm::{copies, shifted_window_bits, Bases, DeviceBases};
 use crate::error::Result;
 use crate::groth16::ProvingKey;
 
@@ -38,57 +42,6 @@ pub enum KeyPlacement {
     },
 }
 
-/// One MSM's bases on the device: as the key holds them, or followed by their shifted copies
-/// for plans of `shifted` window bits.
-#[derive(Debug)]
-pub(crate) struct DeviceBases<T: HostElem> {
-    /// The bases, then (shifted) copy w of them for each further window w.
-    pub(crate) points: DeviceVec<T>,
-    /// Bases, the points of one copy.
-    pub(crate) n: usize,
-    /// The window bits of the plans the copies serve; `None`: plain bases.
-    pub(crate) shifted: Option<u32>,
-}
-
-impl<T: HostElem> DeviceBases<T> {
-    /// Uploads `host` (pageable: through the pinned staging chunks, whose copy overlaps the
-    /// DMA) and, for `shifted` window bits, makes the copies; the stream is synchronised.
-    pub(crate) fn upload<G: Group<Affine = T>>(
-        host: &[T],
-        shifted: Option<u32>,
-        kernels: &MsmKernels,
-        stream: &Stream,
-        staging: &Staging,
-    ) -> Result<Self> {
-        let n = host.len();
-        let points = DeviceVec::new(n * copies(shifted))?;
-        upload(stream, staging, host, false, &points)?.wait()?;
-        if let Some(c) = shifted {
-            kernels.shift::<G>(stream, &points, n, c)?;
-            stream.synchronize().map_err(from_cust)?;
-        }
-        Ok(DeviceBases { points, n, shifted })
-    }
-
-    /// The window bits and the shifted copies' points (`None` for plain bases) of a plan of
-    /// `n` scalars over these bases.
-    pub(crate) fn plan_for(&self, n: usize) -> (u32, Option<usize>) {
-        match self.shifted {
-            Some(c) => (c, Some(self.n)),
-            None => (super::msm::window_bits(n), None),
-        }
-    }
-}
-
-/// One MSM's bases, as the kernels reach them.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Bases<'a, T: HostElem> {
-    /// On the device.
-    Resident(&'a DeviceBases<T>),
-    /// In pinned host memory, copied through the two `slots` chunk by chunk.
-    Streamed { host: &'a [T], slots: &'a [DeviceVec<T>; 2] },
-}
-
 /// The bases of the five MSMs of a [`ProvingKey`].
 #[derive(Debug)]
 pub(crate) enum DeviceKey {
@@ -114,8 +67,7 @@ impl DeviceKey {
         msm_lengths: [usize; 4],
         shifted: bool,
         kernels: &MsmKernels,
-        stream: &Stream,
-        staging: &Staging,
+        (stream, staging): (&Stream, &Staging),
     ) -> Result<Self> {
         let start = Instant::now();
         let shift = |n| shift_for(shifted, n);
@@ -190,12 +142,12 @@ pub(crate) fn key_bytes(key: &ProvingKey, msm_lengths: [usize; 4], shifted: bool
     g1 + copies_for(msm_lengths[3]) * std::mem::size_of_val(key.b_g2.as_slice())
 }
 
+/// Points of the four G1 MSMs of `key`: H (the domain less one), L, A, B.
+pub(crate) fn g1_msm_lengths(key: &ProvingKey) -> [usize; 4] {
+    [key.domain_size() - 1, key.num_aux(), key.a_len(), key.b_len()]
+}
+
 /// The window bits a key's bases are shifted for, for MSMs of `n` scalars (`None`: plain).
 fn shift_for(shifted: bool, n: usize) -> Option<u32> {
     shifted.then(|| shifted_window_bits(n))
-}
-
-/// Copies of the bases on the device: one per window when shifted for `shift` bits, else one.
-fn copies(shift: Option<u32>) -> usize {
-    shift.map_or(1, windows_for)
 }

@@ -3,57 +3,74 @@
 //! bases chunk by chunk through two device slots, the copy of chunk j+1 overlapping the sums
 //! of chunk j.
 
+use blstrs::Scalar;
 use cust::stream::Stream;
 use group::Group as _;
 
-use super::ffi::{self, download, mark, upload, wait_for, DeviceVec, Group, MsmKernels, MsmScratch, Plan, Staging};
-use super::key::Bases;
-use super::msm::{combine, window_bits};
+use super::bases::Bases;
+use super::combine;
+use super::plan::{digits_for, levels_for, thread_items, window_range, Plan};
+use super::scratch::MsmScratch;
+use super::window::window_bits;
+use crate::backend::cuda::ffi::msm::{Group, MsmKernels};
+use crate::backend::cuda::ffi::{download, mark, upload, wait_for, DeviceVec, InFlight, Staging};
 use crate::error::Result;
-use blstrs::Scalar;
 
 /// What the MSMs of a backend run with.
-pub(super) struct Msms<'a> {
-    pub(super) kernels: &'a MsmKernels,
-    pub(super) stream: &'a Stream,
-    pub(super) copies: &'a Stream,
-    pub(super) staging: &'a Staging,
-    pub(super) scratch: &'a MsmScratch,
+pub(crate) struct Msms<'a> {
+    pub(crate) kernels: &'a MsmKernels,
+    pub(crate) stream: &'a Stream,
+    pub(crate) copies: &'a Stream,
+    pub(crate) staging: &'a Staging,
+    pub(crate) scratch: &'a MsmScratch,
 }
 
 impl Msms<'_> {
-    /// A plan of `scalars[range]` in windows of (c, shifted) ([`DeviceBases::plan_for`]).
-    pub(super) fn plan(
+    /// A plan of `scalars[range]` in windows of c bits, over plain bases or `shifted` ones
+    /// of that many points per copy ([`DeviceBases::plan_for`](super::DeviceBases::plan_for)).
+    ///
+    /// # Panics
+    /// If `c` is outside the plans' [window range](window_range), or the scratch was not
+    /// reserved for such a plan.
+    pub(crate) fn plan(
         &self,
         scalars: &DeviceVec<Scalar>,
         range: std::ops::Range<usize>,
         (c, shifted): (u32, Option<usize>),
     ) -> Result<Plan> {
-        self.kernels.plan(self.stream, self.scratch, scalars, range, c, shifted)
+        assert!(window_range(shifted.is_some()).contains(&c), "window of {c} bits");
+        let digits = digits_for(range.len(), c, shifted);
+        let levels = |entries, fullest| {
+            let per_thread = thread_items(entries);
+            (per_thread, levels_for(fullest, per_thread))
+        };
+        let buckets = self.kernels.sort(self.stream, self.scratch.buffers(), (scalars, range), digits, levels)?;
+        Ok(Plan::of(buckets))
     }
 
     /// Σ over `plan`'s buckets of `bases` (on the device), via the bucket sets' sums in `sums`.
-    pub(super) fn sum<G: Group>(
+    pub(crate) fn sum<G: Group>(
         &self,
         plan: &Plan,
         bases: &DeviceVec<G::Affine>,
         sums: &DeviceVec<G::Projective>,
     ) -> Result<G::Projective> {
-        self.kernels.window_sums::<G>(self.stream, self.scratch, plan, bases, sums)?;
-        let mut host = vec![G::Projective::identity(); plan.sets()];
+        let buckets = &plan.buckets;
+        self.kernels.sum::<G>(self.stream, self.scratch.buffers(), (buckets, plan.segment), bases, sums)?;
+        let mut host = vec![G::Projective::identity(); buckets.sets()];
         download(self.stream, self.staging, sums, &mut host, true)?.wait()?;
-        Ok(match plan.shifted {
+        Ok(match buckets.digits.shared {
             Some(_) => host[0], // the windows were shifted into one set
-            None => combine::<G>(&host, plan.c),
+            None => combine::<G>(&host, plan.c()),
         })
     }
 
     /// Σ scalarsᵢ·basesᵢ for i < n. Resident bases take one plan (or `reuse`, the plan of the
     /// same scalars for another group, when it fits these bases), which is returned for the
-    /// next group. Streamed bases
-    /// go chunk by chunk through their two slots: chunk j+1 is copied while chunk j is
-    /// summed, and chunk j+2 into j's slot once j's sums are back on the host.
-    pub(super) fn msm<G: Group>(
+    /// next group. Streamed bases go chunk by chunk through their two slots: chunk j+1 is
+    /// copied while chunk j is summed, and chunk j+2 into j's slot once j's sums are back on
+    /// the host.
+    pub(crate) fn msm<G: Group>(
         &self,
         scalars: &DeviceVec<Scalar>,
         n: usize,
@@ -93,7 +110,7 @@ impl Msms<'_> {
                 copied.push_back(copy(j + 2)?);
             }
         }
-        in_flight.into_iter().try_for_each(ffi::InFlight::wait)?;
+        in_flight.into_iter().try_for_each(InFlight::wait)?;
         Ok((total, None))
     }
 }

@@ -1,19 +1,9 @@
-//! Multi-scalar multiplication on the device (kernels in `cuda/msm/`, launched by
-//! `ffi/msm.rs`): a plan sorts one set of scalars into buckets, once for however many groups
-//! sum over it (the B query's scalars serve G1 and G2); the device sums the buckets of every
-//! window; the host adds the windows up (c doublings each, a few hundred operations).
-//!
-//! Method: Pippenger's bucket method with signed c-bit digits and a counting sort of the
-//! digits by bucket, as the fastest GPU MSMs do it (ZPrize 2022 entries; sppark's and
-//! supraseal's MSMs), with our own load balance: every thread sums the same number of
-//! consecutive bucket-sorted points, whatever buckets they fall in, level after level, so a
-//! bucket holding every point of a witness of ones costs log levels rather than one
-//! thread's whole sum, and no lane of a warp idles while another finishes a longer bucket.
+//! The window width of an MSM: the c that minimises its additions, into buckets and then
+//! reducing the buckets, for plans over plain bases (a set of buckets per window) or shifted
+//! ones (one set all windows share).
 
-use group::Group as _;
-
-use super::ffi::Group;
-use super::plan::{window_width, windows_for, SHIFTED_WINDOW_BITS, WINDOW_BITS};
+use super::plan::{SHIFTED_WINDOW_BITS, WINDOW_BITS};
+use crate::backend::cuda::ffi::msm::windows_for;
 
 /// Window bits for `n` points: the c that minimises the additions into buckets,
 /// n·⌈256/c⌉, plus the cost of reducing the buckets, about 6 mixed additions per bucket:
@@ -50,15 +40,6 @@ fn cheapest_window(n: usize, bits: std::ops::RangeInclusive<u32>, shared: bool) 
         n * windows + ((6 * sets) << (c - 1))
     };
     bits.min_by_key(|&c| cost(c)).expect("a nonempty range")
-}
-
-/// Σ_w 2^(offset of window w)·sums[w]: the MSM from the window sums of a plan whose widest
-/// window has c bits.
-pub(crate) fn combine<G: Group>(sums: &[G::Projective], c: u32) -> G::Projective {
-    let windows = sums.len() as u32;
-    sums.iter().enumerate().rev().fold(G::Projective::identity(), |acc, (w, sum)| {
-        (0..window_width(c, windows, w as u32)).fold(acc, |acc, _| acc.double()) + sum
-    })
 }
 
 #[cfg(test)]

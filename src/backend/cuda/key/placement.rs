@@ -1,0 +1,187 @@
+//! The placement policy of a key on a device, within the device memory the backend may take
+//! ([`Budget`]): the recorded constraints first (resident, or streamed a chunk of rows at a
+//! time, with less room for them as long as the bases do not fit beside them), then the
+//! bases with their shifted copies, the bases alone, or the bases streamed from pinned host
+//! memory in the largest chunk that fits (see [`KeyPlacement`]).
+
+use std::sync::Arc;
+
+use super::{g1_msm_lengths, key_bytes, DeviceKey, KeyPlacement};
+use crate::backend::cuda::device::Gpu;
+use crate::backend::cuda::ffi::msm::{G1, G2};
+use crate::backend::cuda::msm::{plan_window_bits, MsmScratch};
+use crate::backend::cuda::r1cs::{device_bytes, streamed_bytes, DeviceR1cs};
+use crate::error::{Error, Result};
+use crate::groth16::ProvingKey;
+use crate::r1cs::R1cs;
+
+/// Fewest points per chunk of streamed bases: below this the chunks' sums would be mostly
+/// window tails (a chunk's buckets, 2^(c−1) per window, outnumber its points). Refit with
+/// `vs_peer --memory-limit GB`, which forces streaming.
+const MIN_STREAMED_CHUNK: usize = 1 << 12;
+
+/// Fewest entries per chunk of streamed recorded constraints: each chunk costs three staged
+/// copies and a launch, so smaller ones would be many for little work each. Refit with the
+/// GPU test `gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums`,
+/// which prints the products' device time resident and streamed in chunks of several sizes.
+const MIN_R1CS_CHUNK: usize = 1 << 16;
+
+/// How a backend holds the key's recorded constraints, tried in this order, most device
+/// memory first: whichever fits and leaves room for the bases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recording {
+    Resident,
+    /// In the largest power-of-two chunk that fits.
+    Streamed,
+    /// In the smallest power-of-two chunk, of at least [`MIN_R1CS_CHUNK`] entries, that
+    /// takes the longest row.
+    StreamedSmallest,
+    /// Not at all: circuits are synthesized in full.
+    Absent,
+}
+
+/// What a backend holds of a key: its bases, its recorded constraints when they fit, and
+/// the MSM scratch its placement needs.
+#[derive(Debug)]
+pub(crate) struct HeldKey {
+    pub(crate) bases: DeviceKey,
+    pub(crate) r1cs: Option<DeviceR1cs>,
+    pub(crate) scratch: MsmScratch,
+}
+
+/// Places `key`'s recorded constraints (see [`Recording`]) and its bases (see
+/// [`KeyPlacement`]) on `gpu`'s device, beside what the backend already holds.
+///
+/// # Errors
+/// [`Error::DeviceOutOfMemory`] when not even streamed bases fit; [`Error::Cuda`].
+pub(crate) fn place(gpu: &Gpu, key: &ProvingKey) -> Result<HeldKey> {
+    let tries = match key.r1cs {
+        Some(_) => &[Recording::Resident, Recording::Streamed, Recording::StreamedSmallest, Recording::Absent][..],
+        None => &[Recording::Absent][..],
+    };
+    for (k, &recording) in tries.iter().enumerate() {
+        let Some(r1cs) = hold_r1cs(gpu, key, recording)? else { continue };
+        let mut scratch = MsmScratch::default();
+        match place_bases(gpu, key, &mut scratch) {
+            Err(e @ Error::DeviceOutOfMemory { .. }) if k + 1 < tries.len() => {
+                log::info!("the key's bases do not fit beside its recorded constraints {recording:?} ({e})");
+            }
+            bases => {
+                if recording == Recording::Absent && key.r1cs.is_some() {
+                    log::warn!("the recorded constraints do not fit on the device: circuits are synthesized in full");
+                }
+                return Ok(HeldKey { bases: bases?, r1cs, scratch });
+            }
+        }
+    }
+    unreachable!("the last try, without recorded constraints, returns")
+}
+
+/// The key's recorded constraints held as `recording` says, when they fit: `Some` with them
+/// (with `None` for [`Recording::Absent`]), `None` when they do not fit.
+fn hold_r1cs(gpu: &Gpu, key: &ProvingKey, recording: Recording) -> Result<Option<Option<DeviceR1cs>>> {
+    let r1cs = match (&key.r1cs, recording) {
+        (None, Recording::Absent) | (Some(_), Recording::Absent) => return Ok(Some(None)),
+        (None, _) => return Ok(None),
+        (Some(r1cs), _) => r1cs,
+    };
+    if recording == Recording::Resident {
+        let held =
+            gpu.budget.check(device_bytes(r1cs)).and_then(|()| DeviceR1cs::resident(r1cs, &gpu.stream, &gpu.staging));
+        return match held {
+            Ok(held) => Ok(Some(Some(held))),
+            Err(Error::DeviceOutOfMemory { .. }) => Ok(None),
+            Err(e) => Err(e),
+        };
+    }
+    for entries in streamed_chunks(r1cs, recording) {
+        let streamed = gpu
+            .budget
+            .check(streamed_bytes(r1cs, entries))
+            .and_then(|()| DeviceR1cs::streamed(r1cs, entries, &gpu.stream, &gpu.staging));
+        match streamed {
+            Ok(Some(held)) => return Ok(Some(Some(held))),
+            // No row is longer than these chunks: only memory stops them.
+            Ok(None) | Err(Error::DeviceOutOfMemory { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+/// The chunks' sizes to try for streamed recorded constraints: powers of two from the
+/// smallest that takes the longest row (at least MIN_R1CS_CHUNK) to under the largest
+/// matrix's entries (a chunk that large is the whole matrix); largest first for
+/// [`Recording::Streamed`], the smallest alone for [`Recording::StreamedSmallest`].
+fn streamed_chunks(r1cs: &Arc<R1cs>, recording: Recording) -> Vec<usize> {
+    let smallest = MIN_R1CS_CHUNK.max(r1cs.longest_row().next_power_of_two());
+    let largest = r1cs.entries().into_iter().max().unwrap_or(0);
+    let mut chunks: Vec<usize> =
+        std::iter::successors(Some(smallest), |n| Some(n * 2)).take_while(|&n| n == smallest || n < largest).collect();
+    match recording {
+        Recording::Streamed => chunks.reverse(),
+        _ => chunks.truncate(1),
+    }
+    chunks
+}
+
+/// The bases with their shifted copies, else alone, else streamed (see [`KeyPlacement`]),
+/// with the scratch their MSMs need in `scratch`.
+fn place_bases(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<DeviceKey> {
+    let held = match resident_key(gpu, key, true, scratch) {
+        Err(e @ Error::DeviceOutOfMemory { .. }) => {
+            log::info!("the key's shifted bases and their scratch do not fit ({e}): the bases alone");
+            *scratch = MsmScratch::default(); // free the shifted plans' room
+            resident_key(gpu, key, false, scratch)
+        }
+        held => held,
+    };
+    match held {
+        Err(e @ Error::DeviceOutOfMemory { .. }) => {
+            log::info!("the key's bases and whole-MSM scratch do not fit ({e}): streaming the bases");
+            stream_key(gpu, key, scratch)
+        }
+        held => held,
+    }
+}
+
+/// The key's bases on the device, `shifted` or not, with scratch for whole MSMs.
+fn resident_key(gpu: &Gpu, key: &ProvingKey, shifted: bool, scratch: &mut MsmScratch) -> Result<DeviceKey> {
+    let lengths = g1_msm_lengths(key);
+    let placement = if shifted { KeyPlacement::Shifted } else { KeyPlacement::Resident };
+    reserve_scratch(gpu, key, placement, scratch)?;
+    gpu.budget.check(key_bytes(key, lengths, shifted))?;
+    DeviceKey::resident(key, lengths, shifted, &gpu.msm, (&gpu.stream, &gpu.staging))
+}
+
+/// Streamed bases in the largest power-of-two chunk (at least MIN_STREAMED_CHUNK) whose
+/// buffers and scratch fit.
+fn stream_key(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<DeviceKey> {
+    let longest = g1_msm_lengths(key).into_iter().max().unwrap_or(0);
+    let mut chunk = longest.next_power_of_two() / 2;
+    loop {
+        *scratch = MsmScratch::default(); // free the last try's
+        let attempt = reserve_scratch(gpu, key, KeyPlacement::Streamed { chunk }, scratch)
+            .and_then(|()| DeviceKey::streamed(key, chunk, || gpu.budget.check(0)));
+        match attempt {
+            Err(Error::DeviceOutOfMemory { .. }) if chunk > MIN_STREAMED_CHUNK => chunk /= 2,
+            attempt => return attempt,
+        }
+    }
+}
+
+/// MSM scratch for every MSM of `key` with its bases placed so.
+fn reserve_scratch(gpu: &Gpu, key: &ProvingKey, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<()> {
+    let shifted = placement == KeyPlacement::Shifted;
+    let chunk = match placement {
+        KeyPlacement::Streamed { chunk } => chunk,
+        _ => usize::MAX,
+    };
+    let lengths = g1_msm_lengths(key).map(|len| len.min(chunk));
+    for n in lengths {
+        scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
+    }
+    let b = lengths[3]; // the B scalars, for G2 too
+    scratch.reserve::<G2>(b, plan_window_bits(b, shifted), shifted)?;
+    gpu.budget.check(0)
+}

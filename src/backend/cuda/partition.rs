@@ -1,0 +1,144 @@
+//! What a backend keeps for the partition it proves: the MSMs' scalars and window sums on the
+//! device, where a, b, c come from, and the events whose intervals are its timings.
+
+use std::time::Duration;
+
+use blstrs::{G1Projective, G2Projective, Scalar};
+use cust::event::{Event, EventFlags};
+
+use super::ffi::{from_cust, DeviceVec};
+use super::msm::MAX_WINDOWS;
+use crate::error::{Error, Result};
+use crate::groth16::ProvingKey;
+use crate::synth::{Evaluated, Witness};
+use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
+
+/// The scalars of a partition's L, A and B MSMs on the device.
+#[derive(Debug)]
+pub(super) struct DeviceScalars {
+    pub(super) aux: DeviceVec<Scalar>,
+    pub(super) a: DeviceVec<Scalar>,
+    pub(super) b: DeviceVec<Scalar>,
+}
+
+impl DeviceScalars {
+    /// Room for the scalars of a partition of `key`.
+    pub(super) fn new(key: &ProvingKey) -> Result<Self> {
+        Ok(DeviceScalars {
+            aux: DeviceVec::new(key.num_aux())?,
+            a: DeviceVec::new(key.a_len())?,
+            b: DeviceVec::new(key.b_len())?,
+        })
+    }
+}
+
+/// Window sums of a G1 MSM and of the G2 one: each MSM downloads its sums before the next one
+/// starts, so the four G1 MSMs share one buffer.
+#[derive(Debug)]
+pub(super) struct WindowSums {
+    pub(super) g1: DeviceVec<G1Projective>,
+    pub(super) g2: DeviceVec<G2Projective>,
+}
+
+impl WindowSums {
+    pub(super) fn new() -> Result<Self> {
+        Ok(WindowSums { g1: DeviceVec::new(MAX_WINDOWS)?, g2: DeviceVec::new(MAX_WINDOWS)? })
+    }
+}
+
+/// Where a partition's a, b, c come from.
+#[derive(Clone, Copy)]
+pub(super) enum AbcSource<'a> {
+    /// Synthesis evaluated them (and the A and B scalars): copied up.
+    Evaluated(&'a Evaluated),
+    /// Computed on the device from the witness and the key's recorded constraints.
+    Recorded,
+}
+
+impl<'a> AbcSource<'a> {
+    /// Where `w`'s a, b, c come from, for a backend that holds the key's recorded constraints
+    /// or not.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] for a witness-only partition when it does not.
+    pub(super) fn of(w: &'a Witness, recorded: bool) -> Result<Self> {
+        match (&w.evaluated, recorded) {
+            (Some(e), _) => Ok(AbcSource::Evaluated(e)),
+            (None, true) => Ok(AbcSource::Recorded),
+            (None, false) => Err(Error::Backend("a witness-only partition, no recorded constraints held".into())),
+        }
+    }
+}
+
+/// Events of one partition, recorded in this order on the kernels' stream (but
+/// `scalars_h2d`, on the copy stream).
+#[derive(Debug)]
+pub(super) struct PartitionEvents {
+    pub(super) start: Event,
+    /// After a, b, c's copies (or, witness-only, the input's and the aux').
+    pub(super) h2d: Event,
+    /// After the recorded constraints' products and gathers (at `h2d` without them).
+    pub(super) constraints: Event,
+    /// After each step of the h stage.
+    pub(super) ntt: [Event; 4],
+    /// After each MSM.
+    pub(super) msm: [Event; 5],
+    /// After the MSMs' scalars' copies, beside the h stage (not witness-only).
+    pub(super) scalars_h2d: Event,
+}
+
+/// The device time from `start` to `end`.
+pub(super) fn elapsed(start: &Event, end: &Event) -> Result<Duration> {
+    let ms = end.elapsed_time_f32(start).map_err(from_cust)?;
+    Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+}
+
+/// A new timing event.
+pub(super) fn event() -> Result<Event> {
+    Event::new(EventFlags::DEFAULT).map_err(from_cust)
+}
+
+impl PartitionEvents {
+    pub(super) fn new() -> Result<Self> {
+        let ntt = [event()?, event()?, event()?, event()?];
+        let msm = [event()?, event()?, event()?, event()?, event()?];
+        Ok(PartitionEvents { start: event()?, h2d: event()?, constraints: event()?, ntt, msm, scalars_h2d: event()? })
+    }
+
+    /// Adds the h stage's copies, products and steps to `t`, once its events are done.
+    pub(super) fn add_h_stage(&self, source: AbcSource<'_>, t: &mut PartitionTimings) -> Result<()> {
+        t.h2d += match source {
+            AbcSource::Recorded => elapsed(&self.start, &self.h2d)?,
+            AbcSource::Evaluated(_) => elapsed(&self.start, &self.scalars_h2d)?,
+        };
+        t.constraints += elapsed(&self.h2d, &self.constraints)?;
+        let n = &self.ntt;
+        let steps = NttSteps {
+            intt: elapsed(&self.constraints, &n[0])?,
+            coset_ntt: elapsed(&n[0], &n[1])?,
+            quotient: elapsed(&n[1], &n[2])?,
+            coset_intt: elapsed(&n[2], &n[3])?,
+        };
+        t.ntt += steps.total();
+        t.ntt_steps = steps;
+        Ok(())
+    }
+
+    /// Adds the MSMs to `t`, and the partition's device interval measured from `epoch`, once
+    /// its events are done.
+    pub(super) fn add_msms(&self, epoch: &Event, t: &mut PartitionTimings) -> Result<()> {
+        let m = &self.msm;
+        let steps = MsmSteps {
+            h: elapsed(&self.ntt[3], &m[0])?,
+            l: elapsed(&m[0], &m[1])?,
+            a: elapsed(&m[1], &m[2])?,
+            b_g1: elapsed(&m[2], &m[3])?,
+            b_g2: elapsed(&m[3], &m[4])?,
+        };
+        t.msm += steps.total();
+        t.msm_steps = steps;
+        t.device_start = elapsed(epoch, &self.start)?;
+        t.device_end = elapsed(epoch, &m[4])?;
+        Ok(())
+    }
+}
