@@ -1,6 +1,9 @@
-//! Compiles `cuda/` into one embedded fatbin when the `cuda` feature is on, and turns the
+//! Compiles `cuda/` into one embedded fatbin when the `cuda` feature is on, turns the
 //! launch geometry of `cuda/geometry.h` into Rust constants (`geometry.rs`) for its
-//! launchers; does nothing (and needs no CUDA) otherwise. Honours `NVCC` (default: `nvcc` on the PATH) and
+//! launchers, and checks the seam: every kernel the Rust side declares (the `kernels!`
+//! tables of `src/backend/cuda/ffi/`) against `cuda/api.cu`'s `extern "C"` declarations,
+//! name, arity and argument types, so that a drift fails the build. Does nothing (and needs
+//! no CUDA) otherwise. Honours `NVCC` (default: `nvcc` on the PATH) and
 //! `PINPROVE_CUDA_ARCHS` (the machine-code targets, default `80,86,89,90`; PTX of the highest
 //! is embedded too, for newer GPUs). Finds sppark's field headers through `DEP_SPPARK_ROOT`.
 //! Emits no cfg of its own: features are the caller's choice alone.
@@ -15,7 +18,11 @@ fn main() {
         return;
     }
     println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-changed={FFI}");
     println!("cargo:rerun-if-env-changed=NVCC");
+    if let Err(drifts) = check_seam_files() {
+        panic!("the Rust kernel declarations and cuda/api.cu differ:\n  {}", drifts.join("\n  "));
+    }
     println!("cargo:rerun-if-env-changed=PINPROVE_CUDA_ARCHS");
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     write_geometry(&out_dir.join("geometry.rs"));
@@ -73,4 +80,275 @@ fn write_geometry(out: &std::path::Path) {
         }
     }
     std::fs::write(out, consts).expect("OUT_DIR is writable");
+}
+
+/// Where the `kernels!` tables are.
+const FFI: &str = "src/backend/cuda/ffi";
+
+/// [`check_seam`] over the crate's own files.
+fn check_seam_files() -> Result<(), Vec<String>> {
+    let api = std::fs::read_to_string("cuda/api.cu").expect("cuda/api.cu is readable");
+    let mut sources: Vec<(String, String)> = std::fs::read_dir(FFI)
+        .expect("the ffi folder is readable")
+        .map(|entry| entry.expect("a readable folder entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .map(|path| (path.display().to_string(), std::fs::read_to_string(&path).expect("a readable source")))
+        .collect();
+    sources.sort();
+    check_seam(&api, &sources)
+}
+
+/// A kernel as one side of the seam declares it: its name, and its arguments' C types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Kernel {
+    name: String,
+    args: Vec<String>,
+}
+
+/// Every kernel that the `kernels!` tables of `sources` (file name, text) declare against
+/// the `extern "C"` kernels of `api` (api.cu's text), and every kernel of `api` against
+/// the tables: the drifts found, each a line naming the kernel.
+pub(crate) fn check_seam(api: &str, sources: &[(String, String)]) -> Result<(), Vec<String>> {
+    let mut drifts = Vec::new();
+    let c: Vec<Kernel> = c_kernels(api);
+    let mut rust: Vec<(String, Kernel)> = Vec::new();
+    for (file, text) in sources {
+        match rust_kernels(text) {
+            Ok(kernels) => rust.extend(kernels.into_iter().map(|k| (file.clone(), k))),
+            Err(e) => drifts.push(format!("{file}: {e}")),
+        }
+    }
+    for (file, r) in &rust {
+        match c.iter().find(|k| k.name == r.name) {
+            None => drifts.push(format!("{}: declared in {file}, not in cuda/api.cu", r.name)),
+            Some(k) if k.args.len() != r.args.len() => drifts.push(format!(
+                "{}: {} arguments in cuda/api.cu ({}), {} in {file} ({})",
+                r.name,
+                k.args.len(),
+                k.args.join(", "),
+                r.args.len(),
+                r.args.join(", ")
+            )),
+            Some(k) => {
+                for (i, (a, b)) in k.args.iter().zip(&r.args).enumerate() {
+                    if a != b {
+                        drifts.push(format!("{}: argument {i} is `{a}` in cuda/api.cu, `{b}` in {file}", r.name));
+                    }
+                }
+            }
+        }
+    }
+    for k in &c {
+        if !rust.iter().any(|(_, r)| r.name == k.name) {
+            drifts.push(format!("{}: in cuda/api.cu, declared in no kernels! table", k.name));
+        }
+    }
+    if drifts.is_empty() {
+        Ok(())
+    } else {
+        Err(drifts)
+    }
+}
+
+/// The text between the bracket that opens at `open` and the one that closes it.
+fn bracketed(text: &str, open: usize, (left, right): (char, char)) -> Option<&str> {
+    let mut depth = 0;
+    for (i, ch) in text[open..].char_indices() {
+        if ch == left {
+            depth += 1;
+        } else if ch == right {
+            depth -= 1;
+            if depth == 0 {
+                return Some(&text[open + 1..open + i]);
+            }
+        }
+    }
+    None
+}
+
+/// `text` without its `//` comments.
+fn without_comments(text: &str) -> String {
+    text.lines().map(|line| line.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+/// The `extern "C"` kernels of api.cu, with its function-like macros (the per-group
+/// `MSM_KERNELS`) expanded at each use: parameters replaced word for word, `##` pasted.
+fn c_kernels(api: &str) -> Vec<Kernel> {
+    let mut text = String::new();
+    let mut macros: Vec<(String, Vec<String>, String)> = Vec::new();
+    let mut lines = api.lines();
+    while let Some(line) = lines.next() {
+        let function_like = |d: &&str| d.split_whitespace().next().is_some_and(|name| name.contains('('));
+        let Some(define) = line.trim_start().strip_prefix("#define ").filter(function_like) else {
+            text.push_str(line);
+            text.push('\n');
+            continue;
+        };
+        let mut body = define.trim_end().trim_end_matches('\\').to_owned() + "\n";
+        let mut last = line.trim_end().ends_with('\\');
+        while last {
+            let next = lines.next().unwrap_or("");
+            body.push_str(next.trim_end().trim_end_matches('\\'));
+            body.push('\n');
+            last = next.trim_end().ends_with('\\');
+        }
+        let open = body.find('(').expect("a function-like macro");
+        let params = bracketed(&body, open, ('(', ')')).unwrap_or("");
+        let name = body[..open].trim().to_owned();
+        let params = params.split(',').map(|p| p.trim().to_owned()).collect();
+        let rest = body[open + 2 + body[open + 1..].find(')').unwrap_or(0)..].to_owned();
+        macros.push((name, params, rest));
+    }
+    let text = without_comments(&text);
+    let mut expanded = text.clone();
+    for line in text.lines() {
+        for (name, params, body) in &macros {
+            let Some(args) = line.trim().strip_prefix(name.as_str()).and_then(|a| a.strip_prefix('(')) else {
+                continue;
+            };
+            let args: Vec<&str> = args.trim_end_matches(';').trim_end_matches(')').split(',').map(str::trim).collect();
+            let mut body = without_comments(body);
+            for (param, arg) in params.iter().zip(&args) {
+                body = replace_word(&body, param, arg);
+            }
+            expanded.push_str(&body.replace("##", ""));
+        }
+    }
+    let mut kernels = Vec::new();
+    let mut rest = expanded.as_str();
+    while let Some(at) = rest.find("extern \"C\"") {
+        rest = &rest[at + "extern \"C\"".len()..];
+        let declaration = &rest[..rest.find('{').unwrap_or(rest.len())];
+        let declaration = match declaration.find("__launch_bounds__") {
+            Some(b) => {
+                let open = b + declaration[b..].find('(').unwrap_or(0);
+                let bounds = bracketed(declaration, open, ('(', ')')).unwrap_or("");
+                declaration[..b].to_owned() + &declaration[open + bounds.len() + 2..]
+            }
+            None => declaration.to_owned(),
+        };
+        let Some(open) = declaration.find('(') else { continue };
+        let name = declaration[..open].split_whitespace().last().unwrap_or("").to_owned();
+        let params = bracketed(&declaration, open, ('(', ')')).unwrap_or("");
+        let args = params.split(',').filter(|p| !p.trim().is_empty()).map(c_type).collect();
+        kernels.push(Kernel { name, args });
+    }
+    kernels
+}
+
+/// `text` with every whole word `word` replaced by `with`.
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        out.push_str(if before.is_some_and(is_word) || after.is_some_and(is_word) { word } else { with });
+        rest = &rest[at + word.len()..];
+    }
+    out + rest
+}
+
+/// A C parameter's type, without its name: `const fr_t* d_x` is `const fr_t*`.
+fn c_type(param: &str) -> String {
+    let param = param.replace('*', " * ");
+    let mut words: Vec<&str> = param.split_whitespace().collect();
+    words.pop(); // the name
+    words.join(" ").replace(" *", "*")
+}
+
+/// The kernels the `kernels!` tables of one Rust file declare, each argument's type as the
+/// C type it stands for; a table generic over the group is declared once per `impl Group`
+/// of the file, its names followed by that group's `SUFFIX`.
+fn rust_kernels(source: &str) -> Result<Vec<Kernel>, String> {
+    let text = without_comments(source);
+    let groups = group_impls(&text);
+    let mut kernels = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("kernels! {") {
+        let open = at + "kernels! ".len();
+        let table = bracketed(rest, open, ('{', '}')).ok_or("a kernels! table does not close")?;
+        rest = &rest[open + table.len()..];
+        let header = &table[..table.find('{').ok_or("a kernels! table without entries")?];
+        let instances: Vec<(&str, Vec<(String, String)>)> = match header.contains('<') {
+            true => groups.iter().map(|(suffix, types)| (suffix.as_str(), types.clone())).collect(),
+            false => vec![("", Vec::new())],
+        };
+        let mut entries = table;
+        while let Some(f) = entries.find("fn ") {
+            let open = f + entries[f..].find('(').ok_or("an entry without arguments")?;
+            let name = entries[f + 3..open].trim();
+            let args = bracketed(entries, open, ('(', ')')).ok_or("an entry's arguments do not close")?;
+            for (suffix, types) in &instances {
+                let mut c_args = Vec::new();
+                for arg in args.split(',').filter(|a| !a.trim().is_empty()) {
+                    let (_, ty) = arg.split_once(':').ok_or_else(|| format!("{name}: `{arg}` has no type"))?;
+                    let mut ty = ty.trim().to_owned();
+                    for (assoc, concrete) in types {
+                        ty = ty.replace(&format!("G::{assoc}"), concrete);
+                    }
+                    c_args.push(rust_to_c(&ty).ok_or_else(|| format!("{name}: no C type for `{ty}`"))?);
+                }
+                kernels.push(Kernel { name: format!("{name}{suffix}"), args: c_args });
+            }
+            entries = &entries[open + args.len()..];
+        }
+    }
+    Ok(kernels)
+}
+
+/// The `impl Group for X` blocks of a file: each group's `SUFFIX` and associated types.
+fn group_impls(text: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut groups = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("impl Group for ") {
+        let open = at + rest[at..].find('{').unwrap_or(0);
+        let body = bracketed(rest, open, ('{', '}')).unwrap_or("");
+        let mut suffix = String::new();
+        let mut types = Vec::new();
+        for line in body.lines().map(str::trim) {
+            if let Some(t) = line.strip_prefix("type ") {
+                if let Some((name, concrete)) = t.trim_end_matches(';').split_once('=') {
+                    types.push((name.trim().to_owned(), concrete.trim().to_owned()));
+                }
+            } else if line.starts_with("const SUFFIX") {
+                suffix = line.split('"').nth(1).unwrap_or("").to_owned();
+            }
+        }
+        groups.push((suffix, types));
+        rest = &rest[open + body.len()..];
+    }
+    groups
+}
+
+/// The C type a launcher's argument type stands for: `u32` a `uint32_t`, `Fr` an `fr_t` by
+/// value, `DevicePtr<T>` a `const T*` and `DevicePtrMut<T>` a `T*` of T's device twin.
+fn rust_to_c(ty: &str) -> Option<String> {
+    let element = |e: &str| -> Option<&str> {
+        Some(match e.trim() {
+            "u32" => "uint32_t",
+            "u64" => "uint64_t",
+            "[u32; 2]" => "uint2",
+            "Scalar" => "fr_t",
+            "G1Affine" => "affine_t<fp_t>",
+            "G2Affine" => "affine_t<fp2>",
+            "G1Projective" => "jacobian_t<fp_t>",
+            "G2Projective" => "jacobian_t<fp2>",
+            "XyzzG1" => "xyzz_t<fp_t>",
+            "XyzzG2" => "xyzz_t<fp2>",
+            _ => return None,
+        })
+    };
+    let pointee = |prefix: &str| ty.strip_prefix(prefix).and_then(|t| t.strip_suffix('>')).and_then(element);
+    match ty {
+        "u32" => Some("uint32_t".into()),
+        "Fr" => Some("fr_t".into()),
+        _ => match (pointee("DevicePtr<"), pointee("DevicePtrMut<")) {
+            (Some(t), _) => Some(format!("const {t}*")),
+            (_, Some(t)) => Some(format!("{t}*")),
+            _ => None,
+        },
+    }
 }

@@ -15,4 +15,5 @@ mod pool;
 mod pool_props;
 mod prove;
 mod recorded;
+mod seam;
 mod support;
