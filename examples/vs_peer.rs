@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::flags::Flags;
 use common::report::{ms, print_batch};
 use common::shapes::{Chain, Shape};
-use pinprove::backend::cuda::CudaDevice;
+use pinprove::backend::cuda::{CudaDevice, DeviceReport};
 use pinprove::Check;
 use pinprove::{Config, PartitionTimings, PoolConfig, Prover, ProvingKey, Scalar};
 use rand::Rng;
@@ -75,20 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let key = ProvingKey::read(BufReader::with_capacity(1 << 24, File::open(&path)?), check)?;
     let load = start.elapsed();
-    let key = if witness_only {
-        let start = Instant::now();
-        let r1cs = pinprove::R1cs::record(Chain::new(shape, lg_m, 0))?;
-        println!(
-            "recorded the constraints in {:.2} s: {} constraints, {:?} entries (A, B, C), {:.2} GB",
-            start.elapsed().as_secs_f64(),
-            r1cs.num_constraints(),
-            r1cs.entries(),
-            r1cs.bytes() as f64 / 1e9
-        );
-        key.with_r1cs(r1cs)?
-    } else {
-        key
-    };
+    let key = if witness_only { with_recording(key, Chain::new(shape, lg_m, 0))? } else { key };
     let mut device = CudaDevice::open(0)?;
     if memory_limit > 0.0 {
         device = device.with_memory_limit((memory_limit * 1e9) as usize);
@@ -105,33 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let pool = device.pinned_pool(config.pool);
     let prover = Prover::with_backends(key, config, pool, vec![device.backend_factory()])?;
-    let setup = start.elapsed();
-    let report = device.report();
-    println!(
-        "witness-only: {} (recorded constraints on the device: {:.2} GB, {}); host bytes per partition in flight: {:.3} GB",
-        prover.is_witness_only(),
-        report.r1cs_bytes as f64 / 1e9,
-        report.r1cs_chunk.map_or("resident".to_owned(), |n| format!("streamed in chunks of {n} entries")),
-        prover.partition_bytes() as f64 / 1e9
-    );
-    println!(
-        "ours on {}: {} 2^{lg_m}, key {:.2} GB read in {:.2} s ({check:?}), {:?} ({:.2} GB shifted) in {:.2} s; \
-         prover ready in {:.2} s \
-         (pool prewarmed: {:.1} GB pinned in {:.2} s); backend holds {:.2} GB; device memory used {:.1} of {:.1} GB",
-        report.name,
-        shape.name(),
-        report.key_bytes as f64 / 1e9,
-        load.as_secs_f64(),
-        report.key_placement,
-        report.shifted_bytes as f64 / 1e9,
-        report.key_upload.as_secs_f64(),
-        setup.as_secs_f64(),
-        prover.pool().stats().bytes_pinned as f64 / 1e9,
-        prover.pool().stats().alloc_time.as_secs_f64(),
-        report.backend_bytes as f64 / 1e9,
-        report.memory_used as f64 / 1e9,
-        report.memory_total as f64 / 1e9,
-    );
+    print_setup(&prover, &device.report(), format!("{} 2^{lg_m}", shape.name()), (load, check), start.elapsed());
     let mut rng = rand::thread_rng();
     let circuit =
         |rng: &mut rand::rngs::ThreadRng| Chain { x0: Scalar::from(rng.gen::<u64>()), ..Chain::new(shape, lg_m, 0) };
@@ -148,6 +109,55 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         prove_batch(&prover, &circuits, &label, verified)?;
     }
     Ok(())
+}
+
+/// `key` with the constraints of `circuit` recorded, and what the recording took.
+fn with_recording(key: ProvingKey, circuit: Chain) -> Result<ProvingKey, Box<dyn std::error::Error>> {
+    let start = Instant::now();
+    let r1cs = pinprove::R1cs::record(circuit)?;
+    println!(
+        "recorded the constraints in {:.2} s: {} constraints, {:?} entries (A, B, C), {:.2} GB",
+        start.elapsed().as_secs_f64(),
+        r1cs.num_constraints(),
+        r1cs.entries(),
+        r1cs.bytes() as f64 / 1e9
+    );
+    Ok(key.with_r1cs(r1cs)?)
+}
+
+/// The prover as it was set up: where the key and the recording went, what the host and the
+/// device hold, and how long each step took.
+fn print_setup(
+    prover: &Prover,
+    report: &DeviceReport,
+    what: String,
+    (load, check): (Duration, Check),
+    setup: Duration,
+) {
+    println!(
+        "witness-only: {} (recorded constraints on the device: {:.2} GB, {}); host bytes per partition in flight: {:.3} GB",
+        prover.is_witness_only(),
+        report.r1cs_bytes as f64 / 1e9,
+        report.r1cs_chunk.map_or("resident".to_owned(), |n| format!("streamed in chunks of {n} entries")),
+        prover.partition_bytes() as f64 / 1e9
+    );
+    println!(
+        "ours on {}: {what}, key {:.2} GB read in {:.2} s ({check:?}), {:?} ({:.2} GB shifted) in {:.2} s; \
+         prover ready in {:.2} s \
+         (pool prewarmed: {:.1} GB pinned in {:.2} s); backend holds {:.2} GB; device memory used {:.1} of {:.1} GB",
+        report.name,
+        report.key_bytes as f64 / 1e9,
+        load.as_secs_f64(),
+        report.key_placement,
+        report.shifted_bytes as f64 / 1e9,
+        report.key_upload.as_secs_f64(),
+        setup.as_secs_f64(),
+        prover.pool().stats().bytes_pinned as f64 / 1e9,
+        prover.pool().stats().alloc_time.as_secs_f64(),
+        report.backend_bytes as f64 / 1e9,
+        report.memory_used as f64 / 1e9,
+        report.memory_total as f64 / 1e9,
+    );
 }
 
 /// Proves `circuits` as one batch (fresh random r, s) and prints its report, its first line

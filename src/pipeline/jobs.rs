@@ -1,5 +1,5 @@
 //! A job's life outside the proving loop: its answer, owed exactly once ([`Reply`], the
-//! registry in [`Shared`]), the [`PendingProof`] its caller waits on, and the [`Partition`]
+//! registry in [`ProverState`]), the [`PendingProof`] its caller waits on, and the [`Partition`]
 //! that carries its witness to a proving thread.
 
 use std::collections::HashMap;
@@ -24,12 +24,12 @@ pub(super) struct Reply {
     pub(super) job: u64,
     /// `Some` once claimed out of the registry.
     claimed: Option<Sender<Result<Proof>>>,
-    shared: Arc<Shared>,
+    shared: Arc<ProverState>,
 }
 
 impl Reply {
     /// An unclaimed reply: the job's sender is in `shared`'s registry.
-    pub(super) fn new(job: u64, shared: Arc<Shared>) -> Self {
+    pub(super) fn new(job: u64, shared: Arc<ProverState>) -> Self {
         Reply { job, claimed: None, shared }
     }
 
@@ -87,7 +87,7 @@ impl Partition {
 }
 
 /// What the prover's handle, its workers and its proving threads share.
-pub(super) struct Shared {
+pub(super) struct ProverState {
     /// When the prover was made: the origin of the timings' `synthesis_start` and
     /// `proving_start`.
     pub(super) epoch: Instant,
@@ -105,9 +105,9 @@ pub(super) struct Shared {
     pub(super) serving: AtomicUsize,
 }
 
-impl Shared {
+impl ProverState {
     pub(super) fn new(proving_threads: usize) -> Self {
-        Shared {
+        ProverState {
             epoch: Instant::now(),
             timings: Mutex::default(),
             pending: Mutex::default(),

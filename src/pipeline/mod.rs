@@ -50,11 +50,11 @@ use std::thread::JoinHandle;
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use ff::Field;
 use rand_core::OsRng;
 
-use self::jobs::{Partition, Reply, Shared};
+use self::jobs::{Partition, ProverState, Reply};
 use self::proving::{proving_loop, ProvingContext};
 use self::synthesis::SynthesisContext;
 use crate::backend::{Backend, CpuBackend};
@@ -114,7 +114,7 @@ pub struct Prover {
     stop: Option<Sender<()>>,
     proving_threads: Vec<JoinHandle<()>>,
     backend: &'static str,
-    shared: Arc<Shared>,
+    shared: Arc<ProverState>,
     next_job: AtomicU64,
     max_in_flight: usize,
     /// Whether circuits are synthesized witness-only: the key has recorded constraints and
@@ -143,7 +143,7 @@ impl Prover {
     /// As [`with_backends`](Self::with_backends).
     pub fn new(key: impl Into<Arc<ProvingKey>>, config: Config) -> Result<Self> {
         config.validate()?;
-        let compute = Arc::new(compute_pool(config.compute_threads)?);
+        let compute = Arc::new(thread_pool("pinprove-compute", config.compute_threads)?);
         let backend = Arc::clone(&compute);
         let factory = move |_: &ProvingKey| Ok(CpuBackend::with_pool(backend));
         Self::build(key.into(), config, PinnedPool::new(config.pool), vec![factory], compute)
@@ -168,7 +168,7 @@ impl Prover {
         F: FnOnce(&ProvingKey) -> Result<B> + Send + 'static,
     {
         config.validate()?;
-        let compute = Arc::new(compute_pool(config.compute_threads)?);
+        let compute = Arc::new(thread_pool("pinprove-compute", config.compute_threads)?);
         Self::build(key.into(), config, pool, factories, compute)
     }
 
@@ -183,36 +183,18 @@ impl Prover {
         B: Backend + 'static,
         F: FnOnce(&ProvingKey) -> Result<B> + Send + 'static,
     {
-        key.validate()?;
-        pool.config().validate()?;
-        if factories.is_empty() {
-            return Err(Error::Config("at least one backend is needed"));
-        }
-        if factories.len() > MAX_THREADS {
-            return Err(Error::Config("at most MAX_THREADS (1024) backends"));
-        }
         let devices = factories.len();
-        let max_in_flight = config.synthesis_threads + (config.max_gpu_queue_depth + 1) * devices;
-        let prewarm_partitions = config.prewarm_partitions.unwrap_or(max_in_flight);
-        if prewarm_partitions > max_in_flight {
-            return Err(Error::Config("prewarm_partitions must be at most the in-flight bound"));
-        }
-
+        let (max_in_flight, prewarm_partitions) = check_setup(&key, &config, &pool, devices)?;
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth * devices);
         let retry = crossbeam_channel::unbounded::<Partition>();
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
-        let shared = Arc::new(Shared::new(factories.len()));
+        let shared = Arc::new(ProverState::new(factories.len()));
         let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&key.vk)));
         let mut proving_threads = Vec::with_capacity(factories.len());
         let (mut backend, mut all_evaluate, mut all_hold_bases) = ("", true, true);
         let mut keys_to_use = Vec::with_capacity(factories.len());
         for (i, factory) in factories.into_iter().enumerate() {
-            let (started, start_result) = crossbeam_channel::bounded(1);
-            // The key the proving thread goes on with, once every backend is made: the whole
-            // key, or the key without its bases.
-            let (key_to_use, use_key) = crossbeam_channel::bounded::<Arc<ProvingKey>>(1);
-            keys_to_use.push(key_to_use);
-            let mut ctx = ProvingContext {
+            let ctx = ProvingContext {
                 key: Arc::clone(&key),
                 pvk: pvk.clone(),
                 compute: Arc::clone(&compute),
@@ -221,30 +203,15 @@ impl Prover {
                 retry: retry.clone(),
                 stop: stopped.clone(),
             };
-            let thread = std::thread::Builder::new()
-                .name(format!("pinprove-prover-{i}"))
-                .spawn(move || match factory(&ctx.key) {
-                    Ok(backend) => {
-                        let made = (backend.name(), backend.evaluates_recorded_constraints(), backend.holds_bases());
-                        let _ = started.send(Ok(made));
-                        // No key comes when the prover failed to start: the thread ends.
-                        if let Ok(key) = use_key.recv() {
-                            ctx.key = key;
-                            proving_loop(backend, i, &ctx);
-                        }
-                    }
-                    Err(e) => {
-                        let _ = started.send(Err(e));
-                    }
-                })
-                .map_err(Error::Spawn)?;
-            proving_threads.push(thread);
+            let started = spawn_proving_thread(i, factory, ctx)?;
+            proving_threads.push(started.handle);
+            keys_to_use.push(started.key);
             // On an error the threads already started end: their keys never come (dropped with
             // `keys_to_use`), and, once they have them, `stop` is dropped too.
-            let (evaluates, holds_bases);
-            (backend, evaluates, holds_bases) = start_result.recv().unwrap_or(Err(Error::PipelineClosed))?;
-            all_evaluate &= evaluates;
-            all_hold_bases &= holds_bases;
+            let made = started.made.recv().unwrap_or(Err(Error::PipelineClosed))?;
+            backend = made.name;
+            all_evaluate &= made.evaluates_recorded_constraints;
+            all_hold_bases &= made.holds_bases;
         }
         let key = match (config.release_host_bases, all_hold_bases) {
             (true, true) => Arc::new(key.without_bases()),
@@ -268,15 +235,10 @@ impl Prover {
             return Err(Error::Config("the pool's cap (max_bytes) cannot hold the buffers of one partition"));
         }
         prewarm(&pool, &witness_buffer_bytes(&key, witness_only)?, partition, prewarm_partitions);
-        let synthesis = rayon::ThreadPoolBuilder::new()
-            .num_threads(config.synthesis_threads)
-            .thread_name(|i| format!("pinprove-synth-{i}"))
-            .build()
-            .map_err(|e| Error::Spawn(std::io::Error::other(e)))?;
         Ok(Prover {
             key,
             pool,
-            synthesis,
+            synthesis: thread_pool("pinprove-synth", config.synthesis_threads)?,
             jobs: Some(jobs),
             stop: Some(stop),
             proving_threads,
@@ -455,12 +417,82 @@ impl Drop for Prover {
     }
 }
 
-fn compute_pool(threads: usize) -> Result<rayon::ThreadPool> {
+/// Checks a prover's key, settings and pool for `devices` backends: the in-flight bound and
+/// the partitions to prewarm.
+///
+/// # Errors
+/// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for no backend or too many,
+/// a pool setting out of range, or more partitions to prewarm than can be in flight.
+fn check_setup(key: &ProvingKey, config: &Config, pool: &PinnedPool, devices: usize) -> Result<(usize, usize)> {
+    key.validate()?;
+    pool.config().validate()?;
+    if devices == 0 {
+        return Err(Error::Config("at least one backend is needed"));
+    }
+    if devices > MAX_THREADS {
+        return Err(Error::Config("at most MAX_THREADS (1024) backends"));
+    }
+    let max_in_flight = config.synthesis_threads + (config.max_gpu_queue_depth + 1) * devices;
+    let prewarm_partitions = config.prewarm_partitions.unwrap_or(max_in_flight);
+    if prewarm_partitions > max_in_flight {
+        return Err(Error::Config("prewarm_partitions must be at most the in-flight bound"));
+    }
+    Ok((max_in_flight, prewarm_partitions))
+}
+
+/// A rayon pool of `threads` threads named `name-0`, `name-1`, ….
+fn thread_pool(name: &'static str, threads: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .thread_name(|i| format!("pinprove-compute-{i}"))
+        .thread_name(move |i| format!("{name}-{i}"))
         .build()
         .map_err(|e| Error::Spawn(std::io::Error::other(e)))
+}
+
+/// What a factory made, as its proving thread reports it.
+struct Made {
+    name: &'static str,
+    evaluates_recorded_constraints: bool,
+    holds_bases: bool,
+}
+
+/// A proving thread just started.
+struct Started {
+    handle: JoinHandle<()>,
+    /// Where it waits for the key it goes on with (the whole key, or the key without its
+    /// bases) before it proves; no key (the prover failed to start) ends it.
+    key: Sender<Arc<ProvingKey>>,
+    /// Where it reports the backend its factory made, or the factory's error.
+    made: Receiver<Result<Made>>,
+}
+
+/// Starts proving thread `i`, which makes its backend with `factory`.
+fn spawn_proving_thread<B, F>(i: usize, factory: F, mut ctx: ProvingContext) -> Result<Started>
+where
+    B: Backend + 'static,
+    F: FnOnce(&ProvingKey) -> Result<B> + Send + 'static,
+{
+    let (started, start_result) = crossbeam_channel::bounded(1);
+    let (key_to_use, use_key) = crossbeam_channel::bounded::<Arc<ProvingKey>>(1);
+    let thread = std::thread::Builder::new()
+        .name(format!("pinprove-prover-{i}"))
+        .spawn(move || match factory(&ctx.key) {
+            Ok(backend) => {
+                let name = backend.name();
+                let evaluates_recorded_constraints = backend.evaluates_recorded_constraints();
+                let _ =
+                    started.send(Ok(Made { name, evaluates_recorded_constraints, holds_bases: backend.holds_bases() }));
+                if let Ok(key) = use_key.recv() {
+                    ctx.key = key;
+                    proving_loop(backend, i, &ctx);
+                }
+            }
+            Err(e) => {
+                let _ = started.send(Err(e));
+            }
+        })
+        .map_err(Error::Spawn)?;
+    Ok(Started { handle: thread, key: key_to_use, made: start_result })
 }
 
 /// Allocates up to `partitions` partitions' buffers, as many as the pool's cap allows. A

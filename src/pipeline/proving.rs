@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{select, Receiver, Sender};
 
-use super::jobs::{Partition, Reply, Shared};
+use super::jobs::{Partition, ProverState, Reply};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::groth16::{assemble, verify_proof, MsmSums, PreparedVerifyingKey, ProvingKey};
@@ -25,7 +25,7 @@ pub(super) struct ProvingContext {
     /// `Some` when proofs are verified before they are returned.
     pub(super) pvk: Option<Arc<PreparedVerifyingKey>>,
     pub(super) compute: Arc<rayon::ThreadPool>,
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<ProverState>,
     /// The synthesized partitions, and those a failing device gave back (unbounded, so giving
     /// one back never blocks), which go first.
     pub(super) queue: Receiver<Partition>,
@@ -119,7 +119,7 @@ enum Next {
 /// The one decision a fault forces (see the module docs): a device fault takes this device
 /// out of service; its partition goes to another device when there is one, the prover is
 /// not stopping, and the backend left the witness as synthesis wrote it.
-fn after_fault(result: &Result<MsmSums>, leaves_witness_intact: bool, shared: &Shared) -> Next {
+fn after_fault(result: &Result<MsmSums>, leaves_witness_intact: bool, shared: &ProverState) -> Next {
     if !result.as_ref().is_err_and(Error::is_device_fault) {
         return Next::Serve;
     }

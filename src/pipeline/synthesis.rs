@@ -10,7 +10,7 @@ use bellpepper_core::Circuit;
 use blstrs::Scalar;
 use crossbeam_channel::{SendError, Sender};
 
-use super::jobs::{Partition, Reply, Shared};
+use super::jobs::{Partition, ProverState, Reply};
 use crate::error::Error;
 use crate::groth16::ProvingKey;
 use crate::pool::PinnedPool;
@@ -21,7 +21,7 @@ use crate::timings::PartitionTimings;
 pub(super) struct SynthesisContext {
     pub(super) key: Arc<ProvingKey>,
     pub(super) pool: PinnedPool,
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<ProverState>,
     pub(super) jobs: Sender<Partition>,
     /// Synthesize the witness alone (the backends evaluate the key's recorded constraints).
     pub(super) witness_only: bool,

@@ -125,10 +125,10 @@ impl PoolStats {
 /// ```
 #[derive(Clone)]
 pub struct PinnedPool {
-    shared: Arc<Shared>,
+    inner: Arc<Inner>,
 }
 
-struct Shared {
+struct Inner {
     allocator: Arc<dyn HostAllocator>,
     /// Where fallbacks come from when the pool cannot serve.
     heap: Arc<dyn HostAllocator>,
@@ -150,8 +150,8 @@ struct State {
 impl fmt::Debug for PinnedPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PinnedPool")
-            .field("allocator", &self.shared.allocator)
-            .field("config", &self.shared.config)
+            .field("allocator", &self.inner.allocator)
+            .field("config", &self.inner.config)
             .field("stats", &self.stats())
             .finish()
     }
@@ -166,7 +166,7 @@ impl PinnedPool {
     /// A pool over `allocator` (for example the CUDA backend's pinning allocator).
     pub fn with_allocator(config: PoolConfig, allocator: impl HostAllocator + 'static) -> Self {
         PinnedPool {
-            shared: Arc::new(Shared {
+            inner: Arc::new(Inner {
                 allocator: Arc::new(allocator),
                 heap: Arc::new(HeapAllocator),
                 config,
@@ -177,17 +177,17 @@ impl PinnedPool {
 
     /// The pool's limits.
     pub fn config(&self) -> PoolConfig {
-        self.shared.config
+        self.inner.config
     }
 
     /// Whether pool buffers are page-locked (fallback buffers never are).
     pub fn is_pinned(&self) -> bool {
-        self.shared.allocator.is_pinned()
+        self.inner.allocator.is_pinned()
     }
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> PoolStats {
-        let st = self.shared.state.lock();
+        let st = self.inner.state.lock();
         PoolStats { free_buffers: st.free.values().map(Vec::len).sum(), ..st.stats }
     }
 
@@ -202,20 +202,20 @@ impl PinnedPool {
         let bytes = bytes.max(1);
         let total = count.saturating_mul(bytes);
         {
-            let mut st = self.shared.state.lock();
-            let capacity = self.shared.config.max_bytes;
+            let mut st = self.inner.state.lock();
+            let capacity = self.inner.config.max_bytes;
             if total > capacity - st.stats.bytes_pinned {
                 return Err(Error::PoolTooSmall { requested: st.stats.bytes_pinned.saturating_add(total), capacity });
             }
             st.reserve(total);
         }
         for made in 0..count {
-            let Some(block) = self.shared.allocate(bytes) else {
-                let mut st = self.shared.state.lock();
+            let Some(block) = self.inner.allocate(bytes) else {
+                let mut st = self.inner.state.lock();
                 st.stats.bytes_pinned -= (count - made) * bytes;
                 return Err(Error::OutOfMemory { requested: bytes });
             };
-            self.shared.state.lock().push_free(block);
+            self.inner.state.lock().push_free(block);
         }
         Ok(())
     }
@@ -226,14 +226,14 @@ impl PinnedPool {
         let mut evicted = Vec::new();
         let mut freed = 0;
         {
-            let mut st = self.shared.state.lock();
+            let mut st = self.inner.state.lock();
             while freed < bytes {
                 let Some(block) = st.pop_largest_free() else { break };
                 freed += block.capacity;
                 evicted.push(block);
             }
         }
-        self.shared.release(evicted);
+        self.inner.release(evicted);
         freed
     }
 
@@ -255,12 +255,12 @@ impl PinnedPool {
     pub fn checkout_many<const N: usize>(&self, requests: [usize; N]) -> Result<[PinnedBuf; N]> {
         let requests = requests.map(|r| r.max(1));
         let total = requests.iter().fold(0usize, |acc, r| acc.saturating_add(*r));
-        let capacity = self.shared.config.max_bytes;
+        let capacity = self.inner.config.max_bytes;
         if total > capacity {
             return Err(Error::PoolTooSmall { requested: total, capacity });
         }
-        match self.shared.take_pooled(&requests) {
-            Some(blocks) => Ok(blocks.map(|block| PinnedBuf::new(block, Origin::Pool, &self.shared))),
+        match self.inner.take_pooled(&requests) {
+            Some(blocks) => Ok(blocks.map(|block| PinnedBuf::new(block, Origin::Pool, &self.inner))),
             None => self.fallback(requests),
         }
     }
@@ -269,10 +269,10 @@ impl PinnedPool {
         let mut blocks = Vec::with_capacity(N);
         for &bytes in &requests {
             // On failure the blocks made so far are dropped, and so freed.
-            blocks.push(Block::alloc(&self.shared.heap, bytes).ok_or(Error::OutOfMemory { requested: bytes })?);
+            blocks.push(Block::alloc(&self.inner.heap, bytes).ok_or(Error::OutOfMemory { requested: bytes })?);
         }
         {
-            let mut st = self.shared.state.lock();
+            let mut st = self.inner.state.lock();
             st.stats.fallbacks += N as u64;
             st.stats.checkouts += N as u64;
             st.stats.fallback_bytes_in_use += requests.iter().sum::<usize>();
@@ -288,7 +288,7 @@ impl PinnedPool {
                 log::warn!(
                     "pool exhausted ({} of {} bytes held, {} in use): {requests:?} bytes come from {cost}",
                     st.stats.bytes_pinned,
-                    self.shared.config.max_bytes,
+                    self.inner.config.max_bytes,
                     st.stats.bytes_in_use,
                 );
             }
@@ -296,12 +296,12 @@ impl PinnedPool {
         let mut blocks = blocks.into_iter();
         Ok(std::array::from_fn(|_| {
             let block = blocks.next().expect("one block per request");
-            PinnedBuf::new(block, Origin::Heap, &self.shared)
+            PinnedBuf::new(block, Origin::Heap, &self.inner)
         }))
     }
 }
 
-impl Shared {
+impl Inner {
     /// Serves all `requests` from the pool, allocating what the free list lacks, or returns
     /// `None`, holding nothing, when the cap or the allocator says no.
     fn take_pooled<const N: usize>(&self, requests: &[usize; N]) -> Option<[Block; N]> {
@@ -427,7 +427,7 @@ impl State {
     }
 }
 
-impl Drop for Shared {
+impl Drop for Inner {
     fn drop(&mut self) {
         let blocks: Vec<Block> = std::mem::take(&mut self.state.get_mut().free).into_values().flatten().collect();
         self.release(blocks);
@@ -454,11 +454,11 @@ pub struct PinnedBuf {
     /// Invariant: a live block of `capacity` bytes owned by this buffer alone.
     block: Option<Block>,
     origin: Origin,
-    pool: Arc<Shared>,
+    pool: Arc<Inner>,
 }
 
 impl PinnedBuf {
-    fn new(block: Block, origin: Origin, pool: &Arc<Shared>) -> Self {
+    fn new(block: Block, origin: Origin, pool: &Arc<Inner>) -> Self {
         PinnedBuf { block: Some(block), origin, pool: Arc::clone(pool) }
     }
 
