@@ -209,7 +209,7 @@ fn pipeline(lg_m: u32, proofs: usize, pacing_jobs: u64) -> Result<(), Box<dyn st
     let config = Config::default();
     println!(
         " cuda backend, pinned pool, {} synthesis threads, depth {}",
-        config.synthesis_threads, config.max_gpu_queue_depth
+        config.synthesis_threads, config.queue_depth_per_device
     );
     let device = CudaDevice::open(0)?;
     let gpu =

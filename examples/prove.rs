@@ -63,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pvk = prepare_verifying_key(&key.vk);
 
     let start = Instant::now();
-    let config = Config { synthesis_threads: args.threads, max_gpu_queue_depth: args.depth, ..Config::default() };
+    let config = Config { synthesis_threads: args.threads, queue_depth_per_device: args.depth, ..Config::default() };
     let prover = Prover::new(key, config)?;
     let warm = prover.pool().stats();
     println!(

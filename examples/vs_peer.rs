@@ -66,7 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let batches: usize = flags.get("--batches", 1)?;
     let defaults = Config::default();
     let threads = flags.get("--threads", defaults.synthesis_threads)?;
-    let depth = flags.get("--depth", defaults.max_gpu_queue_depth)?;
+    let depth = flags.get("--depth", defaults.queue_depth_per_device)?;
     let timing = flags.get("--timing", 0u8)? == 1;
     let check = if flags.get("--check", 0u8)? == 1 { Check::Full } else { Check::OnCurve };
     let memory_limit: f64 = flags.get("--memory-limit", 0.0)?;
@@ -83,7 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let partition = pinprove::internal::partition_bytes(&key, witness_only)?;
     let config = Config {
         synthesis_threads: threads,
-        max_gpu_queue_depth: depth,
+        queue_depth_per_device: depth,
         verify_proofs: !timing,
         // Room for every partition in flight, pinned.
         pool: PoolConfig { max_bytes: (threads + depth + 1) * partition + (1 << 30), ..PoolConfig::default() },
@@ -152,7 +152,7 @@ fn print_setup(
         report.shifted_bytes as f64 / 1e9,
         report.key_upload.as_secs_f64(),
         setup.as_secs_f64(),
-        prover.pool().stats().bytes_pinned as f64 / 1e9,
+        prover.pool().stats().bytes_held as f64 / 1e9,
         prover.pool().stats().alloc_time.as_secs_f64(),
         report.backend_bytes as f64 / 1e9,
         report.memory_used as f64 / 1e9,

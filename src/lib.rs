@@ -1,19 +1,24 @@
 //! pinprove proves Groth16 (BLS12-381) circuits with CPU synthesis and a throttled proving
 //! (GPU) thread, keeping the device busy without letting memory grow.
 //!
-//! - [`PinnedPool`]: host buffers (page-locked under the CUDA backend) reused by best fit,
-//!   prewarmed, capped, with [`shrink`](PinnedPool::shrink), [stats](PoolStats) and a counted,
-//!   logged fallback to heap memory.
-//! - [`PinnedAbcBuffers`]: the a/b/c vectors of one partition, checked out all-or-nothing.
-//! - [`Prover`]: rayon workers synthesize circuits straight into those buffers; one proving
-//!   thread per device consumes them through a bounded channel whose capacity
-//!   ([`Config::max_gpu_queue_depth`] per device) is the dispatch throttle.
+//! - [`Prover`]: the API. Call [`prove`](Prover::prove) with a batch of circuits (or
+//!   [`submit`](Prover::submit) them one by one); rayon workers synthesize them straight
+//!   into pool buffers, and one proving thread per device consumes them through a bounded
+//!   channel whose capacity ([`Config::queue_depth_per_device`]) is the dispatch throttle.
+//!   [`Prover::new`] proves on the CPU; [`Prover::with_backends`] on the devices of
+//!   `backend::cuda` (feature `cuda`).
 //! - Keys and proofs ([`ProvingKey`], [`VerifyingKey`], [`Proof`]), setup
 //!   ([`generate_random_parameters`]) and verification ([`verify_proof`]), interoperable bit
 //!   for bit with bellperson 0.27 (conversions behind the `bellperson` feature); parameter
 //!   files in bellperson's layout ([`ProvingKey::read`]).
 //! - [`R1cs`]: a circuit's constraints recorded once, so that synthesis computes the witness
 //!   alone and the backend evaluates the constraints.
+//! - [`PinnedPool`]: the host buffers partitions are synthesized into (page-locked under the
+//!   CUDA backend), reused by best fit, prewarmed, capped, with
+//!   [`shrink`](PinnedPool::shrink), [stats](PoolStats) and a counted, logged fallback to
+//!   heap memory; [`PinnedAbcBuffers`], the a/b/c vectors of one partition, checked out
+//!   all-or-nothing.
+//! - [`PartitionTimings`]: where each partition's time went, and the batch's timeline.
 //!
 //! The CPU backend ([`backend::CpuBackend`]) always builds; it is the reference for the CUDA
 //! backend (feature `cuda`).
@@ -44,11 +49,10 @@ macro_rules! names_ignored {
     };
 }
 
-mod abc;
 pub mod backend;
+mod decode;
 mod domain;
 mod error;
-mod file;
 pub mod gadgets;
 mod groth16;
 mod msm;
@@ -58,7 +62,6 @@ mod r1cs;
 mod synth;
 mod timings;
 
-pub use abc::{Element, PinnedAbcBuffers, PinnedVec};
 pub use bellpepper_core::{self, Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 pub use blstrs::{self, Scalar};
 pub use error::{Error, Result};
@@ -68,6 +71,7 @@ pub use groth16::{
     Proof, ProvingKey, Trapdoor, VerifyingKey, PROOF_BYTES,
 };
 pub use pipeline::{Config, PendingProof, Prover, MAX_QUEUE_DEPTH, MAX_THREADS};
+pub use pool::{Element, PinnedAbcBuffers, PinnedVec};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
 pub use r1cs::R1cs;
 pub use timings::{BatchTimings, MsmSteps, NttSteps, PartitionTimings, Span, SpanKind, StageSums, Track};

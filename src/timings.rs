@@ -7,71 +7,108 @@
 
 use std::time::Duration;
 
-/// Where one partition's time went. Stages a backend does not have stay zero (the CPU
-/// backend has no host-to-device copy).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PartitionTimings {
-    /// Submission order of the job, from 0 per prover.
-    pub job: u64,
-    /// Which proving thread (backend) proved it: the index of its factory in
-    /// [`Prover::with_backends`](crate::Prover::with_backends), one per device.
-    pub device: usize,
-    /// Which thread of the prover's synthesis pool synthesized it.
-    pub synthesis_worker: usize,
-    /// When its synthesis started, measured from the prover's creation.
-    pub synthesis_start: Duration,
-    /// When its proving thread took it, measured from the prover's creation.
-    pub proving_start: Duration,
-    /// Checkout of a/b/c plus the circuit's synthesis, on a synthesis thread.
-    pub synthesis: Duration,
-    /// From the end of synthesis to the proving thread taking the partition; includes the time
-    /// the worker was blocked by the dispatch throttle (a full channel).
-    pub queue_wait: Duration,
-    /// How long the proving thread sat idle waiting for this partition: time the device had
-    /// no work.
-    pub input_wait: Duration,
-    /// Waiting for the device's lock: nonzero only when several proving threads share one
-    /// device (zero on the CPU backend, which has no lock).
-    pub gpu_lock_wait: Duration,
-    /// Holding the device's lock, host wall time: enqueueing this partition's copies and
-    /// kernels and waiting for them (zero on the CPU backend).
-    pub gpu_lock_held: Duration,
-    /// Host-to-device copies (device events, CUDA backend; zero on the CPU backend): a/b/c and
-    /// the MSMs' scalars from the first's start to the last's end, the scalars' copies
-    /// overlapping the h stage; for a witness-only partition, the input and the aux.
-    pub h2d: Duration,
-    /// Evaluating the recorded constraints (a = A·z, b = B·z, c = C·z) and gathering the A
-    /// and B scalars: device time on the CUDA backend, wall time on the CPU backend; zero
-    /// when synthesis evaluated them.
-    pub constraints: Duration,
-    /// The h stage: NTTs and the pointwise (a·b − c)/Z; the CPU backend's wall time, or the
-    /// device's, the sum of `ntt_steps`.
-    pub ntt: Duration,
-    /// The h stage step by step (device events; zero on the CPU backend).
-    pub ntt_steps: NttSteps,
-    /// The five multi-scalar multiplications: the CPU backend's wall time (they run at once),
-    /// or the device's, the sum of `msm_steps`.
-    pub msm: Duration,
-    /// Each MSM on a device (device events; zero on the CPU backend, which runs them at once).
-    pub msm_steps: MsmSteps,
-    /// When the device started and finished this partition's copies and kernels, measured from
-    /// a fixed point of its proving thread's device (device events; zero on the CPU backend).
-    /// The union of these intervals over a batch is the time the device was busy.
-    pub device_start: Duration,
-    /// See [`device_start`](Self::device_start).
-    pub device_end: Duration,
-    /// Wall time the proving thread spent on this partition, all stages and checkin included
-    /// (named for the device it drives; on the CPU backend, the time of the CPU kernels).
-    pub gpu_busy: Duration,
-    /// Assembling the proof from the MSM sums and r, s, on the compute pool after the proving
-    /// thread let go of the partition.
-    pub assemble: Duration,
-    /// Verifying the proof, on the compute pool after its assembly (zero when
-    /// [`Config::verify_proofs`](crate::Config::verify_proofs) is off).
-    pub verify: Duration,
-    /// Whether a/b/c were pinned (false for the CPU backend's heap pool and for fallbacks; the
-    /// CUDA backend copies such partitions through its pinned staging buffers).
-    pub pinned: bool,
+/// Declares [`PartitionTimings`] with the stage durations listed once: they are its fields
+/// and [`StageSums`]' fields, and [`PartitionTimings::total`] adds them up, so that a new
+/// stage is one entry here.
+macro_rules! partition_timings {
+    (
+        $(#[$meta:meta])*
+        pub struct PartitionTimings { $( $(#[$doc:meta])* pub $field:ident: $ty:ty, )* }
+        stages { $( $(#[$stage_doc:meta])* pub $stage:ident: $stage_ty:ty, )* }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct PartitionTimings {
+            $( $(#[$doc])* pub $field: $ty, )*
+            $( $(#[$stage_doc])* pub $stage: $stage_ty, )*
+        }
+
+        /// The stage durations of [`PartitionTimings`] (the fields of the same names, which
+        /// say what each measures on each backend), each summed over a batch.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct StageSums {
+            $( $(#[$stage_doc])* pub $stage: $stage_ty, )*
+        }
+
+        impl StageSums {
+            /// These sums with `t`'s stages added.
+            fn plus(self, t: &PartitionTimings) -> StageSums {
+                StageSums { $( $stage: self.$stage + t.$stage, )* }
+            }
+        }
+    };
+}
+
+partition_timings! {
+    /// Where one partition's time went. Stages a backend does not have stay zero (the CPU
+    /// backend has no host-to-device copy).
+    pub struct PartitionTimings {
+        /// Submission order of the job, from 0 per prover.
+        pub job: u64,
+        /// Which proving thread (backend) proved it: the index of its factory in
+        /// [`Prover::with_backends`](crate::Prover::with_backends), one per device.
+        pub device: usize,
+        /// Which thread of the prover's synthesis pool synthesized it.
+        pub synthesis_worker: usize,
+        /// When its synthesis started, measured from the prover's creation.
+        pub synthesis_start: Duration,
+        /// When its proving thread took it, measured from the prover's creation.
+        pub proving_start: Duration,
+        /// When the device started and finished this partition's copies and kernels, measured
+        /// from a fixed point of its proving thread's device (device events; zero on the CPU
+        /// backend). The union of these intervals over a batch is the time the device was busy.
+        pub device_start: Duration,
+        /// See [`device_start`](Self::device_start).
+        pub device_end: Duration,
+        /// Whether a/b/c were pinned (false for the CPU backend's heap pool and for fallbacks;
+        /// the CUDA backend copies such partitions through its pinned staging buffers).
+        pub pinned: bool,
+    }
+    stages {
+        /// Checkout of a/b/c plus the circuit's synthesis, on a synthesis thread.
+        pub synthesis: Duration,
+        /// From the end of synthesis to the proving thread taking the partition; includes the
+        /// time the worker was blocked by the dispatch throttle (a full channel).
+        pub queue_wait: Duration,
+        /// How long the proving thread sat idle waiting for this partition: time the device
+        /// had no work.
+        pub input_wait: Duration,
+        /// Waiting for the device's lock: nonzero only when several proving threads share one
+        /// device (zero on the CPU backend, which has no lock).
+        pub device_lock_wait: Duration,
+        /// Holding the device's lock, host wall time: enqueueing this partition's copies and
+        /// kernels and waiting for them (zero on the CPU backend).
+        pub device_lock_held: Duration,
+        /// Host-to-device copies (device events, CUDA backend; zero on the CPU backend): a/b/c
+        /// and the MSMs' scalars from the first's start to the last's end, the scalars' copies
+        /// overlapping the h stage; for a witness-only partition, the input and the aux.
+        pub h2d: Duration,
+        /// Evaluating the recorded constraints (a = A·z, b = B·z, c = C·z) and gathering the A
+        /// and B scalars: device time on the CUDA backend, wall time on the CPU backend; zero
+        /// when synthesis evaluated them.
+        pub constraints: Duration,
+        /// The h stage: NTTs and the pointwise (a·b − c)/Z; the CPU backend's wall time, or
+        /// the device's, the sum of `ntt_steps`.
+        pub ntt: Duration,
+        /// The h stage step by step (device events; zero on the CPU backend).
+        pub ntt_steps: NttSteps,
+        /// The five multi-scalar multiplications: the CPU backend's wall time (they run at
+        /// once), or the device's, the sum of `msm_steps`.
+        pub msm: Duration,
+        /// Each MSM on a device (device events; zero on the CPU backend, which runs them at
+        /// once).
+        pub msm_steps: MsmSteps,
+        /// Wall time the proving thread spent on this partition, all stages and checkin
+        /// included, on every backend (the CPU backend's kernels, or a device's copies and
+        /// kernels and the waits for them).
+        pub proving: Duration,
+        /// Assembling the proof from the MSM sums and r, s, on the compute pool after the
+        /// proving thread let go of the partition.
+        pub assemble: Duration,
+        /// Verifying the proof, on the compute pool after its assembly (zero when
+        /// [`Config::verify_proofs`](crate::Config::verify_proofs) is off).
+        pub verify: Duration,
+    }
 }
 
 /// The steps of the h stage on a device.
@@ -164,22 +201,7 @@ impl PartitionTimings {
     pub fn total<'a>(timings: impl IntoIterator<Item = &'a PartitionTimings>) -> BatchTimings {
         let timings: Vec<&PartitionTimings> = timings.into_iter().collect();
         let earliest = |start: fn(&PartitionTimings) -> Duration| timings.iter().map(|t| start(t)).min();
-        let sums = timings.iter().fold(StageSums::default(), |acc, t| StageSums {
-            synthesis: acc.synthesis + t.synthesis,
-            queue_wait: acc.queue_wait + t.queue_wait,
-            input_wait: acc.input_wait + t.input_wait,
-            gpu_lock_wait: acc.gpu_lock_wait + t.gpu_lock_wait,
-            gpu_lock_held: acc.gpu_lock_held + t.gpu_lock_held,
-            h2d: acc.h2d + t.h2d,
-            constraints: acc.constraints + t.constraints,
-            ntt: acc.ntt + t.ntt,
-            ntt_steps: acc.ntt_steps + t.ntt_steps,
-            msm: acc.msm + t.msm,
-            msm_steps: acc.msm_steps + t.msm_steps,
-            gpu_busy: acc.gpu_busy + t.gpu_busy,
-            assemble: acc.assemble + t.assemble,
-            verify: acc.verify + t.verify,
-        });
+        let sums = timings.iter().fold(StageSums::default(), |sums, t| sums.plus(t));
         BatchTimings {
             partitions: timings.len(),
             sums,
@@ -207,40 +229,6 @@ pub struct BatchTimings {
     pub device_start: Duration,
     /// See [`device_start`](Self::device_start).
     pub device_end: Duration,
-}
-
-/// The durations of [`PartitionTimings`], each summed over a batch (see the fields of the same
-/// names there for what each measures on each backend).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StageSums {
-    /// Synthesis.
-    pub synthesis: Duration,
-    /// Waiting in the channel.
-    pub queue_wait: Duration,
-    /// The proving thread idle, waiting for a partition.
-    pub input_wait: Duration,
-    /// Waiting for the device's lock.
-    pub gpu_lock_wait: Duration,
-    /// Holding the device's lock.
-    pub gpu_lock_held: Duration,
-    /// Host-to-device copies.
-    pub h2d: Duration,
-    /// The recorded constraints' products and gathers.
-    pub constraints: Duration,
-    /// The h stage.
-    pub ntt: Duration,
-    /// The h stage step by step.
-    pub ntt_steps: NttSteps,
-    /// The MSMs.
-    pub msm: Duration,
-    /// Each MSM.
-    pub msm_steps: MsmSteps,
-    /// The proving thread busy.
-    pub gpu_busy: Duration,
-    /// The proofs' assembly.
-    pub assemble: Duration,
-    /// The proofs' verification.
-    pub verify: Duration,
 }
 
 /// A row of a batch's timeline: a thread of the prover, or a device.
@@ -327,8 +315,8 @@ impl PartitionTimings {
                 t.synthesis_start,
                 t.synthesis,
             );
-            push(Track::Proving(t.device), SpanKind::Proving, "prove", t.proving_start, t.gpu_busy);
-            let on_pool = t.proving_start + t.gpu_busy;
+            push(Track::Proving(t.device), SpanKind::Proving, "prove", t.proving_start, t.proving);
+            let on_pool = t.proving_start + t.proving;
             push(Track::Compute, SpanKind::Compute, "assemble", on_pool, t.assemble);
             push(Track::Compute, SpanKind::Compute, "verify", on_pool + t.assemble, t.verify);
             let (n, m) = (&t.ntt_steps, &t.msm_steps);
@@ -346,7 +334,7 @@ impl PartitionTimings {
                 (SpanKind::MsmG2, "MSM b G2", m.b_g2),
             ];
             let on_device = !t.device_end.is_zero();
-            let mut at = t.proving_start + t.gpu_lock_wait;
+            let mut at = t.proving_start + t.device_lock_wait;
             for (kind, name, length) in stages.into_iter().filter(|_| on_device) {
                 push(Track::Device(t.device), kind, name, at, length);
                 at += length;
@@ -398,8 +386,8 @@ mod tests {
             synthesis_worker: 2,
             synthesis: ms(5),
             proving_start: ms(10),
-            gpu_busy: ms(4),
-            gpu_lock_wait: ms(1),
+            proving: ms(4),
+            device_lock_wait: ms(1),
             h2d: ms(1),
             msm_steps: MsmSteps { b_g2: ms(2), ..MsmSteps::default() },
             device_end: ms(14),

@@ -42,7 +42,7 @@ pub fn study(
     let mut extra = 0;
     for (name, slow) in [("fast", false), ("slow", true)] {
         for depth in [1, 2, 4, 8] {
-            let prover = prover(Config { max_gpu_queue_depth: depth, ..base })?;
+            let prover = prover(Config { queue_depth_per_device: depth, ..base })?;
             let work = if slow { extra } else { 0 };
             let circuits = (0..jobs).map(|x0| Paced { chain: MimcChain::new(x0, constants), extra: work }).collect();
             let start = Instant::now();
@@ -57,7 +57,7 @@ pub fn study(
                 depth,
                 slow,
                 proofs_per_s: jobs as f64 / wall,
-                busy: 100.0 * t.gpu_busy.as_secs_f64() / wall,
+                busy: 100.0 * t.proving.as_secs_f64() / wall,
             };
             println!(
                 "  {name:<9} {depth:>6} {:>9.2} {:>15.1} {:>10.1} {:>20.1}",
@@ -73,7 +73,7 @@ pub fn study(
                 let eval = Instant::now();
                 std::hint::black_box(MimcChain::new(0, constants).output());
                 let eval = eval.elapsed().as_secs_f64();
-                let target = 2.0 * base.synthesis_threads as f64 * t.gpu_busy.as_secs_f64() / jobs as f64;
+                let target = 2.0 * base.synthesis_threads as f64 * t.proving.as_secs_f64() / jobs as f64;
                 extra = ((target - t.synthesis.as_secs_f64() / jobs as f64).max(0.0) / eval).ceil() as u32;
             }
         }

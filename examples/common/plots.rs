@@ -102,7 +102,7 @@ pub fn pacing(path: &str, title: &str, rows: &[PacingRow]) -> Result<(), Box<dyn
         .right_y_label_area_size(60)
         .build_cartesian_2d(0.5..depths + 0.5, 0.0..rate.max(1e-3))?
         .set_secondary_coord(0.5..depths + 0.5, 0.0..105.0);
-    chart.configure_mesh().x_desc("max_gpu_queue_depth").y_desc("proofs / s").draw()?;
+    chart.configure_mesh().x_desc("queue_depth_per_device").y_desc("proofs / s").draw()?;
     chart.configure_secondary_axes().y_desc("proving thread busy %").draw()?;
     for (slow, colour) in [(false, colour(SpanKind::MsmG1)), (true, colour(SpanKind::Synthesis))] {
         let points: Vec<(f64, f64, f64)> =

@@ -65,8 +65,8 @@ const STAGES: [(&str, Stage); 21] = [
     ("synthesis", |t| t.synthesis),
     ("queue wait", |t| t.queue_wait),
     ("input wait", |t| t.input_wait),
-    ("gpu lock wait", |t| t.gpu_lock_wait),
-    ("gpu lock held", |t| t.gpu_lock_held),
+    ("device lock wait", |t| t.device_lock_wait),
+    ("device lock held", |t| t.device_lock_held),
     ("h2d", |t| t.h2d),
     ("constraints (A·z, B·z, C·z)", |t| t.constraints),
     ("ntt: intt+shift", |t| t.ntt_steps.intt),
@@ -80,7 +80,7 @@ const STAGES: [(&str, Stage); 21] = [
     ("msm: b (G1)", |t| t.msm_steps.b_g1),
     ("msm: b (G2)", |t| t.msm_steps.b_g2),
     ("msm", |t| t.msm),
-    ("busy", |t| t.gpu_busy),
+    ("busy", |t| t.proving),
     ("assemble (compute)", |t| t.assemble),
     ("verify (compute)", |t| t.verify),
 ];
@@ -100,7 +100,7 @@ pub fn print_batch(proofs: usize, wall: Duration, timings: &[PartitionTimings], 
     }
     println!(
         "  proving thread busy: {:.1} % of the batch's wall time",
-        100.0 * total.sums.gpu_busy.as_secs_f64() / wall.as_secs_f64()
+        100.0 * total.sums.proving.as_secs_f64() / wall.as_secs_f64()
     );
     let device = PartitionTimings::device_busy(timings);
     if !device.is_zero() {
@@ -117,7 +117,7 @@ pub fn print_batch(proofs: usize, wall: Duration, timings: &[PartitionTimings], 
         pool.fallbacks,
         pool.checkouts,
         pool.checkins,
-        mib(pool.peak_bytes_pinned),
+        mib(pool.peak_bytes_held),
         mib(pool.peak_bytes_in_use),
     );
 }

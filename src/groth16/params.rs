@@ -20,8 +20,8 @@ use group::UncompressedEncoding;
 use rayon::prelude::*;
 
 use super::{ProvingKey, VerifyingKey};
+use crate::decode::Reader;
 use crate::error::{Error, Result};
-use crate::file::Source;
 
 /// How much of each point a read checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,7 +58,7 @@ impl FilePoint for G2Affine {
     }
 }
 
-impl<R: Read + Seek> Source<R> {
+impl<R: Read + Seek> Reader<R> {
     /// One point of the verifying key: on the curve and in its subgroup, always.
     fn vk_point<P: FilePoint>(&mut self, what: &str) -> Result<P> {
         let mut repr = P::Uncompressed::default();
@@ -127,7 +127,7 @@ impl ProvingKey {
     /// [`Error::InvalidKey`] for queries whose lengths disagree; [`Error::Io`] when `reader`
     /// cannot tell its length (seek).
     pub fn read<R: Read + Seek>(reader: R, check: Check) -> Result<Self> {
-        let mut src = Source::new(reader)?;
+        let mut src = Reader::new(reader)?;
         let vk = VerifyingKey {
             alpha_g1: src.vk_point("vk.alpha_g1")?,
             beta_g1: src.vk_point("vk.beta_g1")?,

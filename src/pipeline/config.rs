@@ -32,7 +32,7 @@ pub struct Config {
     /// Synthesized partitions that may wait for each device, 0..=[`MAX_QUEUE_DEPTH`]: the
     /// channel to the proving threads holds this many per proving thread. When it is full,
     /// workers block: the dispatch throttle. 0 is a rendezvous.
-    pub max_gpu_queue_depth: usize,
+    pub queue_depth_per_device: usize,
     /// The pool's limits (for [`Prover::new`](crate::Prover::new);
     /// [`Prover::with_backends`](crate::Prover::with_backends) takes a pool).
     pub pool: crate::PoolConfig,
@@ -62,7 +62,7 @@ impl Default for Config {
         Config {
             synthesis_threads: cores,
             compute_threads: cores,
-            max_gpu_queue_depth: 2,
+            queue_depth_per_device: 2,
             pool: PoolConfig::default(),
             prewarm_partitions: None,
             verify_proofs: true,
@@ -83,8 +83,8 @@ impl Config {
         if !(1..=MAX_THREADS).contains(&self.compute_threads) {
             return Err(Error::Config("compute_threads must be in 1..=MAX_THREADS (1024)"));
         }
-        if self.max_gpu_queue_depth > MAX_QUEUE_DEPTH {
-            return Err(Error::Config("max_gpu_queue_depth must be at most MAX_QUEUE_DEPTH (1024)"));
+        if self.queue_depth_per_device > MAX_QUEUE_DEPTH {
+            return Err(Error::Config("queue_depth_per_device must be at most MAX_QUEUE_DEPTH (1024)"));
         }
         self.pool.validate()
     }

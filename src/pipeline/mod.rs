@@ -1,5 +1,5 @@
 //! The `Prover`: rayon synthesis workers feeding ONE proving (GPU) thread per backend through a
-//! bounded crossbeam channel, whose capacity (`max_gpu_queue_depth` per device) is the dispatch
+//! bounded crossbeam channel, whose capacity (`queue_depth_per_device` per device) is the dispatch
 //! throttle.
 //!
 //! ```text
@@ -9,7 +9,7 @@
 //!           compute pool: assemble the proof ─► verify it ─► reply to the job
 //! ```
 //! A worker blocked in `send` keeps its partition, so at most
-//! `synthesis_threads + (max_gpu_queue_depth + 1) × proving threads` partitions hold buffers at
+//! `synthesis_threads + (queue_depth_per_device + 1) × proving threads` partitions hold buffers at
 //! any time, and that is also the pool's steady-state size.
 //!
 //! No thread the prover waits on belongs to its callers: synthesis runs on the prover's own
@@ -185,7 +185,7 @@ impl Prover {
     {
         let devices = factories.len();
         let (max_in_flight, prewarm_partitions) = check_setup(&key, &config, &pool, devices)?;
-        let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.max_gpu_queue_depth * devices);
+        let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.queue_depth_per_device * devices);
         let retry = crossbeam_channel::unbounded::<Partition>();
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(ProverState::new(factories.len()));
@@ -432,7 +432,7 @@ fn check_setup(key: &ProvingKey, config: &Config, pool: &PinnedPool, devices: us
     if devices > MAX_THREADS {
         return Err(Error::Config("at most MAX_THREADS (1024) backends"));
     }
-    let max_in_flight = config.synthesis_threads + (config.max_gpu_queue_depth + 1) * devices;
+    let max_in_flight = config.synthesis_threads + (config.queue_depth_per_device + 1) * devices;
     let prewarm_partitions = config.prewarm_partitions.unwrap_or(max_in_flight);
     if prewarm_partitions > max_in_flight {
         return Err(Error::Config("prewarm_partitions must be at most the in-flight bound"));
@@ -498,7 +498,7 @@ where
 /// Allocates up to `partitions` partitions' buffers, as many as the pool's cap allows. A
 /// failing allocation ends the prewarm with a warning, not the prover: checkouts fall back.
 fn prewarm(pool: &PinnedPool, buffers: &[usize], partition: usize, partitions: usize) {
-    let fits = pool.config().max_bytes.saturating_sub(pool.stats().bytes_pinned) / partition;
+    let fits = pool.config().max_bytes.saturating_sub(pool.stats().bytes_held) / partition;
     if fits < partitions {
         log::warn!("the pool's cap allows prewarming {fits} of {partitions} partitions of {partition} bytes");
     }

@@ -180,7 +180,7 @@ pub(super) fn proving_loop<B: Backend>(mut backend: B, device: usize, ctx: &Prov
                 let inputs = witness.public_inputs().to_vec();
                 // Buffers go back before the caller hears, so a finished batch sees a balanced pool.
                 drop(witness);
-                t.gpu_busy = start.elapsed();
+                t.proving = start.elapsed();
                 ctx.answer(result, inputs, (r, s), t, reply);
             }
         }

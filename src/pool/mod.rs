@@ -16,8 +16,10 @@
 //!   memory budget.
 
 mod raw;
+mod typed;
 
 pub use raw::{HeapAllocator, HostAllocator, BLOCK_ALIGN};
+pub use typed::{Element, PinnedAbcBuffers, PinnedVec};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -81,9 +83,9 @@ pub struct PoolStats {
     /// Blocks given back to the allocator (by `shrink`, eviction, or dropping the pool).
     pub frees: u64,
     /// Bytes the pool holds now (free and checked out).
-    pub bytes_pinned: usize,
-    /// Highest `bytes_pinned` so far.
-    pub peak_bytes_pinned: usize,
+    pub bytes_held: usize,
+    /// Highest `bytes_held` so far.
+    pub peak_bytes_held: usize,
     /// Bytes of pool buffers checked out now.
     pub bytes_in_use: usize,
     /// Highest `bytes_in_use` so far.
@@ -204,15 +206,15 @@ impl PinnedPool {
         {
             let mut st = self.inner.state.lock();
             let capacity = self.inner.config.max_bytes;
-            if total > capacity - st.stats.bytes_pinned {
-                return Err(Error::PoolTooSmall { requested: st.stats.bytes_pinned.saturating_add(total), capacity });
+            if total > capacity - st.stats.bytes_held {
+                return Err(Error::PoolTooSmall { requested: st.stats.bytes_held.saturating_add(total), capacity });
             }
             st.reserve(total);
         }
         for made in 0..count {
             let Some(block) = self.inner.allocate(bytes) else {
                 let mut st = self.inner.state.lock();
-                st.stats.bytes_pinned -= (count - made) * bytes;
+                st.stats.bytes_held -= (count - made) * bytes;
                 return Err(Error::OutOfMemory { requested: bytes });
             };
             self.inner.state.lock().push_free(block);
@@ -287,7 +289,7 @@ impl PinnedPool {
                 };
                 log::warn!(
                     "pool exhausted ({} of {} bytes held, {} in use): {requests:?} bytes come from {cost}",
-                    st.stats.bytes_pinned,
+                    st.stats.bytes_held,
                     self.inner.config.max_bytes,
                     st.stats.bytes_in_use,
                 );
@@ -318,14 +320,14 @@ impl Inner {
             let missing = missing_bytes(requests, &taken);
             if missing > 0 {
                 // Idle blocks of other sizes are freed to make room, but only if that suffices.
-                let busy = st.stats.bytes_pinned - st.free_bytes;
+                let busy = st.stats.bytes_held - st.free_bytes;
                 if busy + missing > cap {
                     for block in taken.into_iter().flatten() {
                         st.push_free(block);
                     }
                     return None;
                 }
-                while st.stats.bytes_pinned + missing > cap {
+                while st.stats.bytes_held + missing > cap {
                     evicted.push(st.pop_largest_free().expect("idle bytes cover the shortfall"));
                 }
                 st.reserve(missing);
@@ -345,7 +347,7 @@ impl Inner {
         let mut st = self.state.lock();
         if taken.iter().any(Option::is_none) {
             // Unreserve what was never allocated; what was stays in the pool as free memory.
-            st.stats.bytes_pinned -= missing_bytes(requests, &taken);
+            st.stats.bytes_held -= missing_bytes(requests, &taken);
             for block in taken.into_iter().flatten() {
                 st.push_free(block);
             }
@@ -410,7 +412,7 @@ impl State {
             entry.remove();
         }
         self.free_bytes -= block.capacity;
-        self.stats.bytes_pinned -= block.capacity;
+        self.stats.bytes_held -= block.capacity;
         Some(block)
     }
 
@@ -422,8 +424,8 @@ impl State {
     /// Counts bytes about to be allocated against the cap before allocating them, so that
     /// concurrent checkouts cannot overshoot it together.
     fn reserve(&mut self, bytes: usize) {
-        self.stats.bytes_pinned += bytes;
-        self.stats.peak_bytes_pinned = self.stats.peak_bytes_pinned.max(self.stats.bytes_pinned);
+        self.stats.bytes_held += bytes;
+        self.stats.peak_bytes_held = self.stats.peak_bytes_held.max(self.stats.bytes_held);
     }
 }
 

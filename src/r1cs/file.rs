@@ -18,8 +18,8 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
 use super::{Matrix, R1cs, RowStarts, MINUS_ONE, ONE};
+use crate::decode::{write_u32s_le, Reader};
 use crate::error::{Error, Result};
-use crate::file::{write_u32s_le, Source};
 
 const MAGIC: &[u8; 8] = b"pinr1cs\0";
 const VERSION: u64 = 1;
@@ -68,7 +68,7 @@ impl R1cs {
     /// densities out of order, a coefficient that is not a canonical field element;
     /// [`Error::Io`] when `reader` cannot tell its length (seek).
     pub fn read<R: Read + Seek>(reader: R) -> Result<Self> {
-        let mut src = Source::new(reader)?;
+        let mut src = Reader::new(reader)?;
         let mut magic = [0u8; 8];
         src.read_exact(&mut magic, || "magic".to_owned())?;
         if &magic != MAGIC {
@@ -120,7 +120,7 @@ fn bad(what: &str, offset: u64, reason: &'static str) -> Error {
 
 /// One matrix of `rows` rows over `vars` variables and a table of `coefficients`.
 fn read_matrix<R: Read + Seek>(
-    src: &mut Source<R>,
+    src: &mut Reader<R>,
     name: &str,
     rows: u64,
     vars: u64,
@@ -156,7 +156,7 @@ fn read_matrix<R: Read + Seek>(
 }
 
 /// A count and that many strictly rising u32 indices below `bound`.
-fn read_rising<R: Read + Seek>(src: &mut Source<R>, name: &str, bound: u64) -> Result<Vec<u32>> {
+fn read_rising<R: Read + Seek>(src: &mut Reader<R>, name: &str, bound: u64) -> Result<Vec<u32>> {
     let count = src.u64_le(&format!("length of {name}"))?;
     let at = src.offset;
     let v = src.u32s_le(name, count)?;

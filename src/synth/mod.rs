@@ -22,10 +22,10 @@ use ff::Field;
 mod witness_only;
 
 pub use self::witness_only::synthesize_witness;
-use crate::abc::{PinnedAbcBuffers, PinnedVec};
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
 use crate::pool::PinnedPool;
+use crate::pool::{PinnedAbcBuffers, PinnedVec};
 
 /// Which variables of one kind a query uses (bellperson's `DensityTracker`).
 #[derive(Debug, Clone, Default)]

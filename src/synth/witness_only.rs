@@ -10,9 +10,9 @@ use blstrs::Scalar;
 use ff::Field;
 
 use super::Witness;
-use crate::abc::PinnedVec;
 use crate::error::{Error, Result};
 use crate::pool::PinnedPool;
+use crate::pool::PinnedVec;
 use crate::r1cs::R1cs;
 
 /// Where the aux assignment is written.

@@ -315,7 +315,7 @@ fn gpu_h_and_msm_sums_equal_the_cpu_for_real_circuits() {
 fn gpu_pipeline_proofs_equal_cpu_proofs_and_verify() {
     let key = key(14);
     let pvk = prepare_verifying_key(&key.vk);
-    let config = Config { synthesis_threads: 4, max_gpu_queue_depth: 2, ..Config::default() };
+    let config = Config { synthesis_threads: 4, queue_depth_per_device: 2, ..Config::default() };
     let jobs = || (0..8u64).map(|i| (chain(14, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect::<Vec<_>>();
     let gpu = cuda_prover(key.clone(), config);
     let cpu = Prover::new(key, config).unwrap();
@@ -342,7 +342,7 @@ fn gpu_pipeline_proofs_equal_cpu_proofs_and_verify() {
 fn a_faulting_gpu_leaves_service_and_another_proves_its_partitions_bit_for_bit() {
     let key = key(14);
     let device = CudaDevice::open(0).unwrap();
-    let config = Config { synthesis_threads: 4, max_gpu_queue_depth: 2, ..Config::default() };
+    let config = Config { synthesis_threads: 4, queue_depth_per_device: 2, ..Config::default() };
     let proved = std::sync::Arc::default();
     // Two backends on the device; the second faults on its 2nd partition.
     let make = {
@@ -372,7 +372,7 @@ fn proofs_on(
     key: &pinprove::ProvingKey,
     jobs: u64,
 ) -> pinprove::Result<(Vec<Proof>, DeviceReport)> {
-    let config = Config { synthesis_threads: 4, max_gpu_queue_depth: 2, ..Config::default() };
+    let config = Config { synthesis_threads: 4, queue_depth_per_device: 2, ..Config::default() };
     let lg = key.domain_size().trailing_zeros();
     let prover =
         Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), vec![device.backend_factory()])?;
@@ -497,7 +497,7 @@ fn pageable_partitions_prove_through_staging_and_are_counted() {
     let pvk = prepare_verifying_key(&key.vk);
     // Room for one pinned partition only: the others fall back to the heap.
     let pool = PoolConfig { max_bytes: partition_bytes(&key), ..PoolConfig::default() };
-    let config = Config { synthesis_threads: 4, max_gpu_queue_depth: 2, pool, ..Config::default() };
+    let config = Config { synthesis_threads: 4, queue_depth_per_device: 2, pool, ..Config::default() };
     let prover = cuda_prover(key, config);
     let results = prover.prove((0..12).map(|i| chain(12, i)).collect()).unwrap();
     for (i, r) in results.into_iter().enumerate() {

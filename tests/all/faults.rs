@@ -274,7 +274,7 @@ fn shrinking_under_a_cap_while_proving_never_exceeds_it_and_falls_back() {
     stop.store(true, Ordering::Relaxed);
     let freed = shrinker.join().unwrap();
     let s = pool.stats();
-    assert!(s.peak_bytes_pinned <= cap, "cap {cap} exceeded: {s:?}");
+    assert!(s.peak_bytes_held <= cap, "cap {cap} exceeded: {s:?}");
     assert!(s.fallbacks > 0 && freed > 0 && s.frees > 0, "{s:?}");
     assert_balanced(&s);
 }

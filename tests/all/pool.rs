@@ -92,7 +92,7 @@ fn abc_checkout_is_all_or_nothing_when_the_cap_is_reached() {
     assert!(second.is_fallback() && !second.a.is_pinned());
     let s = pool.stats();
     assert_eq!(s.bytes_in_use, 3 * bytes, "no pooled buffer held by the failed triple");
-    assert_eq!(s.bytes_pinned, 3 * bytes);
+    assert_eq!(s.bytes_held, 3 * bytes);
     assert_eq!(s.fallbacks, 3);
     assert_eq!(s.fallback_bytes_in_use, 3 * bytes);
     drop((first, second));
@@ -111,7 +111,7 @@ fn abc_checkout_is_all_or_nothing_when_an_allocation_fails() {
     let s = pool.stats();
     // The one block that was pinned stays in the pool, free; the missing bytes were unreserved.
     assert_eq!((s.allocations, s.fallbacks, s.bytes_in_use, s.free_buffers), (1, 3, 0, 1));
-    assert_eq!(s.bytes_pinned, 64 * 32);
+    assert_eq!(s.bytes_held, 64 * 32);
     drop(abc);
     // The next triple is pinned: it reuses that block and allocates two more.
     let abc = PinnedAbcBuffers::checkout(&pool, 64).unwrap();
@@ -152,7 +152,7 @@ fn shrink_frees_idle_buffers_largest_first() {
     assert_eq!(pool.shrink(1), 0, "nothing idle left");
     drop(busy);
     let s = pool.stats();
-    assert_eq!((s.bytes_pinned, s.frees, s.free_buffers), (2000, 3, 1));
+    assert_eq!((s.bytes_held, s.frees, s.free_buffers), (2000, 3, 1));
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn after_prewarm_100_partitions_allocate_nothing() {
     let after = pool.stats();
     assert_eq!(after.allocations, before.allocations, "steady state: no new allocation");
     assert_eq!(after.reuses - before.reuses, 600);
-    assert_eq!(after.peak_bytes_pinned, 6 * n * 32);
+    assert_eq!(after.peak_bytes_held, 6 * n * 32);
 }
 
 /// Counts warnings seen by this binary's logger whose text contains `needle`.

@@ -43,7 +43,7 @@ fn check_held(held: &[(PinnedBuf, usize)], s: &PoolStats) -> Result<(), TestCase
     let (pooled, fallback): (Vec<_>, Vec<_>) = held.iter().partition(|(b, _)| !b.is_fallback());
     prop_assert_eq!(s.bytes_in_use, pooled.iter().map(|(b, _)| b.capacity()).sum::<usize>());
     prop_assert_eq!(s.fallback_bytes_in_use, fallback.iter().map(|(b, _)| b.capacity()).sum::<usize>());
-    prop_assert!(s.bytes_pinned <= s.peak_bytes_pinned && s.bytes_in_use <= s.bytes_pinned);
+    prop_assert!(s.bytes_held <= s.peak_bytes_held && s.bytes_in_use <= s.bytes_held);
     prop_assert_eq!(s.checkouts, s.allocations + s.reuses + s.fallbacks);
     Ok(())
 }
@@ -76,7 +76,7 @@ proptest! {
                 Op::Checkin(i) if !held.is_empty() => drop(held.swap_remove(i % held.len())),
                 Op::Checkin(_) => {}
                 Op::Shrink(n) => {
-                    let idle = pool.stats().bytes_pinned - pool.stats().bytes_in_use;
+                    let idle = pool.stats().bytes_held - pool.stats().bytes_in_use;
                     let freed = pool.shrink(n);
                     prop_assert!(freed <= idle && (freed >= n.min(idle) || pool.stats().free_buffers == 0));
                 }
@@ -87,7 +87,7 @@ proptest! {
         let s = pool.stats();
         prop_assert_eq!((s.outstanding(), s.bytes_in_use, s.fallback_bytes_in_use), (0, 0, 0));
         pool.shrink(usize::MAX);
-        prop_assert_eq!((pool.stats().bytes_pinned, pool.stats().free_buffers), (0, 0));
+        prop_assert_eq!((pool.stats().bytes_held, pool.stats().free_buffers), (0, 0));
     }
 
     #[test]

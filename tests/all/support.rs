@@ -24,7 +24,7 @@ pub(crate) fn key(lg_m: u32) -> ProvingKey {
 
 /// Default settings with the given synthesis threads and queue depth.
 pub(crate) fn config(threads: usize, depth: usize) -> Config {
-    Config { synthesis_threads: threads, max_gpu_queue_depth: depth, ..Config::default() }
+    Config { synthesis_threads: threads, queue_depth_per_device: depth, ..Config::default() }
 }
 
 /// Bytes of the pool buffers one partition of `key` holds (a zero-length buffer takes 1 byte).

@@ -265,10 +265,10 @@ fn locked<R>(
 ) -> Result<R> {
     let waited = Instant::now();
     let _device = lock.lock();
-    t.gpu_lock_wait += waited.elapsed();
+    t.device_lock_wait += waited.elapsed();
     let held = Instant::now();
     let result = f(t);
-    t.gpu_lock_held += held.elapsed();
+    t.device_lock_held += held.elapsed();
     result
 }
 

@@ -7,19 +7,19 @@ use std::io::{Read, Seek, SeekFrom};
 use crate::error::{Error, Result};
 
 /// A reader that knows its offset and the bytes left, for errors that say where.
-pub(crate) struct Source<R> {
-    reader: R,
+pub(crate) struct Reader<R> {
+    inner: R,
     /// Bytes read so far (from the reader's start), for errors that say where.
     pub(crate) offset: u64,
     len: u64,
 }
 
-impl<R: Read + Seek> Source<R> {
+impl<R: Read + Seek> Reader<R> {
     pub(crate) fn new(mut reader: R) -> Result<Self> {
         let offset = reader.stream_position()?;
         let len = reader.seek(SeekFrom::End(0))?;
         reader.seek(SeekFrom::Start(offset))?;
-        Ok(Source { reader, offset, len })
+        Ok(Reader { inner: reader, offset, len })
     }
 
     pub(crate) fn left(&self) -> u64 {
@@ -32,7 +32,7 @@ impl<R: Read + Seek> Source<R> {
         let reason = if (buf.len() as u64) > self.left() {
             "the file ends inside it"
         } else {
-            match self.reader.read_exact(buf) {
+            match self.inner.read_exact(buf) {
                 Ok(()) => {
                     self.offset += buf.len() as u64;
                     return Ok(());

@@ -11,8 +11,8 @@ use std::{fmt, mem, slice};
 
 use blstrs::Scalar;
 
+use super::{PinnedBuf, PinnedPool, BLOCK_ALIGN};
 use crate::error::{Error, Result};
-use crate::pool::{PinnedBuf, PinnedPool, BLOCK_ALIGN};
 
 mod sealed {
     pub trait Sealed {}
