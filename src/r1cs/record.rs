@@ -1,9 +1,11 @@
 //! Recording a circuit's constraints: a `ConstraintSystem` that keeps each constraint's linear
 //! combinations as matrix rows and never asks for a value (as key generation does not), so
-//! the shape-only circuit a key was made from records as well as a real one. Like key
-//! generation (bellperson's `KeypairAssembly`), it is not extensible: a recording is made
-//! by one sequential synthesis, which is well defined; circuits that synthesize parts apart
-//! do so on the witness-only path.
+//! the shape-only circuit a key was made from records as well as a real one. It is
+//! extensible, as proving is (bellperson's `ProvingAssignment`): a circuit that synthesizes
+//! parts apart records them on several threads, each part a recorder from `new` whose first
+//! input is a temporary one, and `extend` renumbers a part's variables and coefficients into
+//! the system's, its temporary one as the system's one. The recording is the one sequential
+//! synthesis makes (key generation's path), row for row.
 
 use std::collections::HashMap;
 
@@ -118,7 +120,6 @@ impl ConstraintSystem<Scalar> for Recorder {
             b_aux: vec![],
         };
         assert_eq!((cs.coefficient(Scalar::ONE), cs.coefficient(-Scalar::ONE)), (ONE, MINUS_ONE));
-        cs.alloc_input(|| "one", || Ok(Scalar::ONE)).expect("recording allocates without values");
         cs
     }
 
@@ -160,6 +161,40 @@ impl ConstraintSystem<Scalar> for Recorder {
     }
 
     names_ignored!();
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends a part made by [`new`](Self::new): its rows, its variables renumbered after
+    /// the system's (its first input, a temporary one, is the system's one) and its
+    /// coefficients by the system's table, and its densities.
+    fn extend(&mut self, part: &Self) {
+        let (inputs, aux) = (self.inputs as u64, self.aux as u64);
+        let var = |v: u64| match (v & AUX != 0, v) {
+            (true, v) => ((v & !AUX) + aux) | AUX,
+            (false, 0) => 0,
+            (false, i) => inputs + i - 1,
+        };
+        let coeffs: Vec<u32> = part.table.iter().map(|&c| self.coefficient(c)).collect();
+        for (rows, theirs) in self.rows.iter_mut().zip(&part.rows) {
+            for row in theirs.starts.windows(2) {
+                let entries = row[0] as usize..row[1] as usize;
+                rows.vars.extend(theirs.vars[entries.clone()].iter().map(|&v| var(v)));
+                rows.coeffs.extend(theirs.coeffs[entries].iter().map(|&k| coeffs[k as usize]));
+                rows.end_row();
+            }
+        }
+        if let Some((&one, rest)) = part.b_inputs.split_first() {
+            self.b_inputs[0] |= one;
+            self.b_inputs.extend_from_slice(rest);
+        }
+        self.a_aux.extend_from_slice(&part.a_aux);
+        self.b_aux.extend_from_slice(&part.b_aux);
+        self.inputs += part.inputs.saturating_sub(1);
+        self.aux += part.aux;
+        self.constraints += part.constraints;
+    }
 }
 
 impl R1cs {
@@ -171,6 +206,7 @@ impl R1cs {
     /// none; [`Error::Shape`] past 2^32 variables.
     pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<R1cs> {
         let mut cs = Recorder::new();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut cs)?;
         if cs.constraints == 0 {
             return Err(Error::NoConstraints);

@@ -10,6 +10,13 @@
 //! the A and B multi-scalar multiplications are gathered here too, so the proving thread only
 //! launches work.
 //!
+//! Circuits that synthesize independent parts on several threads (Filecoin's WindowPoSt:
+//! `CS::is_extensible()`, a system per group of sectors from `CS::new()`, each first
+//! allocating a temporary one as its input 0, then `extend`ed into the partition's) do so on
+//! every path, as with bellperson 0.27's `ProvingAssignment`: a part from `new` holds no
+//! input, writes into heap vectors, and `extend` appends its evaluations, its aux and its
+//! inputs but the first (its one), coalescing its densities.
+//!
 //! What the shape checks catch: a different number of constraints (rounded up to the domain),
 //! public inputs or aux variables, and a different set of variables used in A or B. What only
 //! verifying the proof catches: the same sizes with different constraints (say, one enforced
@@ -51,9 +58,69 @@ impl Density {
         self.count
     }
 
+    /// Appends a part's density of aux variables.
+    fn append(&mut self, part: &Density) {
+        self.used.extend_from_slice(&part.used);
+        self.count += part.count;
+    }
+
+    /// Appends a part's density of inputs: its first, the part's temporary one, is the
+    /// system's one (bellperson's `DensityTracker::extend` of an input density).
+    fn append_inputs(&mut self, part: &Density) {
+        let Some((&one, rest)) = part.used.split_first() else { return };
+        if one {
+            self.mark(0);
+        }
+        self.used.extend_from_slice(rest);
+        self.count += rest.iter().filter(|u| **u).count();
+    }
+
     /// The values of the used variables, in order: the scalars of a filtered query's MSM.
     fn gather<'v>(&'v self, values: &'v [Scalar]) -> impl Iterator<Item = Scalar> + 'v {
         values.iter().zip(&self.used).filter(|(_, used)| **used).map(|(v, _)| *v)
+    }
+}
+
+/// Where a constraint system writes a vector of scalars: the partition's pool buffer, or,
+/// for a part (a system from `new`, to be appended with `extend`), the heap.
+#[derive(Debug)]
+enum Values {
+    Pool(PinnedVec<Scalar>),
+    Heap(Vec<Scalar>),
+}
+
+impl Values {
+    fn as_slice(&self) -> &[Scalar] {
+        match self {
+            Values::Pool(v) => v,
+            Values::Heap(v) => v,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    /// Appends `x`, or hands it back when a pool buffer is full.
+    fn push(&mut self, x: Scalar) -> std::result::Result<(), Scalar> {
+        match self {
+            Values::Pool(v) => v.push_within_capacity(x),
+            Values::Heap(v) => {
+                v.push(x);
+                Ok(())
+            }
+        }
+    }
+
+    /// The pool buffer of the partition's system.
+    ///
+    /// # Panics
+    /// For a part's heap vector.
+    fn into_pool(self) -> PinnedVec<Scalar> {
+        match self {
+            Values::Pool(v) => v,
+            Values::Heap(_) => panic!("a part's values are appended to the partition's buffers, not returned"),
+        }
     }
 }
 
@@ -144,48 +211,44 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C, key: &ProvingKey, pool: &Pinne
     let [a, b, c, aux, a_scalars, b_scalars] = <[usize; 6]>::try_from(witness_buffer_bytes(key, false)?)
         .map(|bytes| pool.checkout_many(bytes))
         .expect("six buffers when synthesis evaluates")?;
-    let mut cs = WitnessCs {
-        abc: PinnedAbcBuffers { a: PinnedVec::new(a), b: PinnedVec::new(b), c: PinnedVec::new(c) },
-        input: Vec::with_capacity(key.num_inputs()),
-        aux: PinnedVec::new(aux),
-        a_aux_density: Density::default(),
-        b_input_density: Density::default(),
-        b_aux_density: Density::default(),
-        m,
-        extra_constraints: 0,
-        extra_aux: 0,
-    };
+    let pool = |b| Values::Pool(PinnedVec::new(b));
+    let mut cs = WitnessCs { abc: [pool(a), pool(b), pool(c)], aux: pool(aux), m, ..WitnessCs::new() };
+    cs.input.reserve(key.num_inputs());
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     cs.check_against(key)?;
     // One `input · 0 = 0` constraint per input, as the key was generated with.
     for i in 0..cs.input.len() {
-        cs.push_evaluations(cs.input[i], Scalar::ZERO, Scalar::ZERO);
+        cs.push_evaluations([cs.input[i], Scalar::ZERO, Scalar::ZERO]);
     }
-    for v in [&mut cs.abc.a, &mut cs.abc.b, &mut cs.abc.c] {
+    let [a, b, c] = cs.abc.map(Values::into_pool);
+    let mut abc = PinnedAbcBuffers { a, b, c };
+    for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
         v.resize(m, Scalar::ZERO)?;
     }
+    let (aux, input) = (cs.aux.into_pool(), cs.input);
     let mut a_scalars = PinnedVec::new(a_scalars);
     let mut b_scalars = PinnedVec::new(b_scalars);
-    let a = cs.input.iter().copied().chain(cs.a_aux_density.gather(&cs.aux));
-    let b = cs.b_input_density.gather(&cs.input).chain(cs.b_aux_density.gather(&cs.aux));
+    let a = input.iter().copied().chain(cs.a_aux_density.gather(&aux));
+    let b = cs.b_input_density.gather(&input).chain(cs.b_aux_density.gather(&aux));
     a_scalars.extend_within_capacity(a)?;
     b_scalars.extend_within_capacity(b)?;
-    let evaluated = Evaluated { abc: cs.abc, a_scalars, b_scalars };
-    Ok(Witness { input: cs.input, aux: cs.aux, evaluated: Some(evaluated) })
+    let evaluated = Evaluated { abc, a_scalars, b_scalars };
+    Ok(Witness { input, aux, evaluated: Some(evaluated) })
 }
 
 /// The synthesis-time constraint system; see the module docs.
 #[derive(Debug)]
 struct WitnessCs {
-    abc: PinnedAbcBuffers,
+    /// ⟨A,z⟩, ⟨B,z⟩, ⟨C,z⟩ per constraint.
+    abc: [Values; 3],
     input: Vec<Scalar>,
-    aux: PinnedVec<Scalar>,
+    aux: Values,
     /// Aux variables used in A (inputs always are: each has its `input · 0 = 0` constraint).
     a_aux_density: Density,
     b_input_density: Density,
     b_aux_density: Density,
-    /// The domain size.
+    /// The domain size (no bound for a part).
     m: usize,
     /// Constraints and aux variables past what the key's buffers hold: counted, not stored,
     /// so the shape error can say how many there were.
@@ -195,7 +258,7 @@ struct WitnessCs {
 
 impl WitnessCs {
     fn check_against(&self, key: &ProvingKey) -> Result<()> {
-        let constraints = self.abc.a.len() + self.extra_constraints;
+        let constraints = self.abc[0].len() + self.extra_constraints;
         if constraints == 0 {
             return Err(Error::NoConstraints);
         }
@@ -213,10 +276,28 @@ impl WitnessCs {
         ])
     }
 
-    fn push_evaluations(&mut self, a: Scalar, b: Scalar, c: Scalar) {
+    /// Whether a constraint enforced now can be stored: the circuit is not larger than the
+    /// key (and stored every value it used). Otherwise it is counted, and `synthesize`
+    /// reports the shape once the counts are known.
+    fn stores_constraint(&mut self) -> bool {
+        if self.abc[0].len() == self.m || self.extra_aux > 0 {
+            self.extra_constraints += 1;
+            return false;
+        }
+        true
+    }
+
+    fn push_evaluations(&mut self, abc: [Scalar; 3]) {
         // Callers check the length against m, which the three buffers' capacity covers.
-        for (v, x) in [(&mut self.abc.a, a), (&mut self.abc.b, b), (&mut self.abc.c, c)] {
-            v.push_within_capacity(x).expect("buffers hold m scalars");
+        for (v, x) in self.abc.iter_mut().zip(abc) {
+            v.push(x).map_err(|_| ()).expect("buffers hold m scalars");
+        }
+    }
+
+    /// Stores an aux value, or counts it when the key has fewer.
+    fn store_aux(&mut self, x: Scalar) {
+        if self.aux.push(x).is_err() {
+            self.extra_aux += 1;
         }
     }
 }
@@ -268,10 +349,7 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         AR: Into<String>,
     {
         let index = self.aux.len() + self.extra_aux;
-        if self.aux.push_within_capacity(f()?).is_err() {
-            // More than the key has: the shape check reports it once synthesis is over.
-            self.extra_aux += 1;
-        }
+        self.store_aux(f()?);
         self.a_aux_density.add_variable();
         self.b_aux_density.add_variable();
         Ok(Variable::new_unchecked(Index::Aux(index)))
@@ -296,18 +374,56 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        if self.abc.a.len() == self.m || self.extra_aux > 0 {
-            // The circuit is larger than the key (or uses values that could not be stored):
-            // `synthesize` reports the shape once the counts are known.
-            self.extra_constraints += 1;
+        if !self.stores_constraint() {
             return;
         }
-        let z = (self.input.as_slice(), &*self.aux);
+        let z = (self.input.as_slice(), self.aux.as_slice());
         let va = eval(&a(LinearCombination::zero()), z, None, Some(&mut self.a_aux_density));
         let vb = eval(&b(LinearCombination::zero()), z, Some(&mut self.b_input_density), Some(&mut self.b_aux_density));
         let vc = eval(&c(LinearCombination::zero()), z, None, None);
-        self.push_evaluations(va, vb, vc);
+        self.push_evaluations([va, vb, vc]);
     }
 
     names_ignored!();
+
+    /// A part: no input (its first, allocated by the circuit, is a temporary one), its
+    /// values on the heap, no bound on its constraints.
+    fn new() -> Self {
+        WitnessCs {
+            abc: [Values::Heap(vec![]), Values::Heap(vec![]), Values::Heap(vec![])],
+            input: vec![],
+            aux: Values::Heap(vec![]),
+            a_aux_density: Density::default(),
+            b_input_density: Density::default(),
+            b_aux_density: Density::default(),
+            m: usize::MAX,
+            extra_constraints: 0,
+            extra_aux: 0,
+        }
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends a part made by [`new`](Self::new): its evaluations, its aux, and its inputs
+    /// but its first (its temporary one), with their densities, as bellperson's
+    /// `ProvingAssignment::extend` does.
+    fn extend(&mut self, part: &Self) {
+        self.input.extend_from_slice(part.input.get(1..).unwrap_or_default());
+        self.b_input_density.append_inputs(&part.b_input_density);
+        for &x in part.aux.as_slice() {
+            self.store_aux(x);
+        }
+        self.a_aux_density.append(&part.a_aux_density);
+        self.b_aux_density.append(&part.b_aux_density);
+        self.extra_aux += part.extra_aux;
+        let [a, b, c] = part.abc.each_ref().map(Values::as_slice);
+        for ((&a, &b), &c) in a.iter().zip(b).zip(c) {
+            if self.stores_constraint() {
+                self.push_evaluations([a, b, c]);
+            }
+        }
+        self.extra_constraints += part.extra_constraints;
+    }
 }

@@ -2,8 +2,9 @@
 //! aux assignment goes straight into one pool buffer, and gadgets with a native witness path
 //! take it (`is_witness_generator` is true; `allocate_empty`, `extend_inputs` and
 //! `extend_aux` write into that buffer). Circuits that synthesize independent parts on several
-//! threads may do so: a part is a constraint system of its own, from `new`, appended with
-//! `extend` (as bellpepper's `WitnessCS` allows).
+//! threads may do so: a part is a constraint system of its own, from `new`, whose first
+//! input is a temporary one, appended with `extend` (as bellperson's `ProvingAssignment`
+//! takes them; see [`synth`](super)).
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -115,9 +116,11 @@ pub fn synthesize_witness<C: Circuit<Scalar>>(circuit: C, r1cs: &R1cs, pool: &Pi
 impl ConstraintSystem<Scalar> for WitnessOnlyCs {
     type Root = Self;
 
-    /// A part, to be appended to the partition's system with [`extend`](Self::extend).
+    /// A part, to be appended to the partition's system with [`extend`](Self::extend): no
+    /// input (its first, allocated by the circuit, is a temporary one), as bellperson's
+    /// `ProvingAssignment::new`.
     fn new() -> Self {
-        WitnessOnlyCs { input: vec![Scalar::ONE], aux: Aux::Heap(vec![]), constraints: 0, native: false }
+        WitnessOnlyCs { input: vec![], aux: Aux::Heap(vec![]), constraints: 0, native: false }
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> std::result::Result<Variable, SynthesisError>
@@ -157,10 +160,10 @@ impl ConstraintSystem<Scalar> for WitnessOnlyCs {
         true
     }
 
-    /// Appends a part made by [`new`](Self::new): its inputs but its constant one, its aux,
-    /// its constraints' count.
+    /// Appends a part made by [`new`](Self::new): its inputs but its first (its temporary
+    /// one), its aux, its constraints' count.
     fn extend(&mut self, other: &Self) {
-        self.input.extend_from_slice(&other.input[1..]);
+        self.input.extend_from_slice(other.input.get(1..).unwrap_or_default());
         self.extend_aux_with(other.aux().len(), other.aux().iter().copied());
         self.constraints += other.constraints;
         self.native |= other.native;

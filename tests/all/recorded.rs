@@ -2,7 +2,8 @@
 //! and bellperson's bit for bit (fixed r, s) on the benchmark shapes; the recording's file
 //! round-trips and every damaged file is a typed error; a recording of another shape is
 //! refused; a circuit whose constraints differ from the recording is `ProofInvalid`, and the
-//! prover goes on; native witness paths and parts synthesized apart give the same proofs.
+//! prover goes on; native witness paths, and circuits that synthesize in parts on several
+//! threads (bellperson's convention: a temporary one per part), give the same proofs.
 
 use std::io::Cursor;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use pinprove::{Proof, ProvingKey};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
+use crate::circuits::parts::Sectors;
 use crate::circuits::shapes::{Chain, Shape, SHA256_ROUND};
 use crate::circuits::MimcChain;
 use crate::support::{assert_balanced, config};
@@ -182,30 +184,8 @@ impl Circuit<Scalar> for NativeWitness {
     }
 }
 
-/// Two chains whose witnesses are generated apart, each into a system of its own (`CS::new`,
-/// which holds its own constant one, as bellpepper's `WitnessCS` does), then appended with
-/// `extend`, when the system is an extensible witness generator; otherwise synthesized in
-/// order, which gives the same system.
-#[derive(Clone)]
-struct TwoParts(MimcChain, MimcChain);
-
-impl Circuit<Scalar> for TwoParts {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        if !(CS::is_extensible() && cs.is_witness_generator()) {
-            self.0.synthesize(cs)?;
-            return self.1.synthesize(cs);
-        }
-        let (mut first, mut second) = (CS::new(), CS::new());
-        self.0.synthesize(&mut first)?;
-        self.1.synthesize(&mut second)?;
-        cs.extend(&first);
-        cs.extend(&second);
-        Ok(())
-    }
-}
-
 #[test]
-fn native_witness_paths_and_parts_synthesized_apart_give_bellpersons_proofs() {
+fn native_witness_paths_give_bellpersons_proofs() {
     let mut rng = ChaCha20Rng::seed_from_u64(27);
     let chain = |x0: u64, rounds| MimcChain {
         x0: Scalar::from(x0),
@@ -217,11 +197,41 @@ fn native_witness_paths_and_parts_synthesized_apart_give_bellpersons_proofs() {
     let params = bp::generate_random_parameters::<Bls12, _, _>(native.clone(), &mut rng).unwrap();
     let (r, s) = randomness(&mut rng);
     prove_both_ways("native witness", &params, vec![(NativeWitness(chain(4, 12)), r, s)], native);
+}
 
-    let parts = TwoParts(chain(0, 9), chain(0, 5));
-    let params = bp::generate_random_parameters::<Bls12, _, _>(parts.clone(), &mut rng).unwrap();
-    let (r, s) = randomness(&mut rng);
-    prove_both_ways("two parts", &params, vec![(TwoParts(chain(2, 9), chain(3, 5)), r, s)], parts);
+/// A circuit that synthesizes its sectors in parts when the system is extensible, as
+/// Filecoin's WindowPoSt does (a temporary one per part, inputs and aux in each, parts on
+/// rayon's threads), proves bellperson's proofs (whose `create_proof` takes the parts too,
+/// and whose key generation does not) on the full and the recorded path; its recording,
+/// made in parts, is the one sequential synthesis makes.
+#[test]
+fn circuits_synthesized_in_parts_give_bellpersons_proofs_on_every_path() {
+    let mut rng = ChaCha20Rng::seed_from_u64(29);
+    let shape = Sectors::new(vec![0; 7], 9, 2);
+    let params = bp::generate_random_parameters::<Bls12, _, _>(shape.clone(), &mut rng).unwrap();
+    let parts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let jobs: Vec<_> = (1..3u64)
+        .map(|k| {
+            let (r, s) = randomness(&mut rng);
+            let sectors =
+                Sectors { parts: Arc::clone(&parts), ..Sectors::new((0..7).map(|i| i * k + 3).collect(), 9, 2) };
+            (sectors, r, s)
+        })
+        .collect();
+    for (c, _, _) in &jobs {
+        assert!(bp::verify_proof(
+            &bp::prepare_verifying_key(&params.vk),
+            &bp::create_proof::<Bls12, _, _>(c.clone(), &params, Scalar::ONE, Scalar::ONE).unwrap(),
+            &c.public_inputs()
+        )
+        .unwrap());
+    }
+    parts.store(0, std::sync::atomic::Ordering::Relaxed);
+    prove_both_ways("sectors in parts", &params, jobs, shape.clone());
+    // Four groups of sectors per job, two jobs: ours in full, ours witness-only, bellperson's.
+    assert_eq!(parts.load(std::sync::atomic::Ordering::Relaxed), 4 * 2 * 3, "every path took the parts");
+    let sequential = Sectors { sequential: true, ..shape.clone() };
+    assert_eq!(R1cs::record(shape).unwrap(), R1cs::record(sequential).unwrap(), "recorded in parts or in order");
 }
 
 #[test]
