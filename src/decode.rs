@@ -1,17 +1,25 @@
 //! Reading files of untrusted bytes (parameter files, recorded constraints): every read says
 //! what and where on failure, and every length is checked against the bytes left before
-//! anything is allocated for it, so a corrupt length costs an error, not an allocation.
+//! anything is allocated for it, so a corrupt length costs an error, not an allocation. A
+//! file may end with a BLAKE2b-512 digest of the bytes before it ([`DigestWriter`] writes
+//! it): the reader hashes what it reads, in the same pass, and checks it at the end.
 
 use std::io::{Read, Seek, SeekFrom};
 
 use crate::error::{Error, Result};
 
-/// A reader that knows its offset and the bytes left, for errors that say where.
+/// Bytes of a BLAKE2b-512 digest.
+pub(crate) const DIGEST_BYTES: usize = 64;
+
+/// A reader that knows its offset and the bytes left, for errors that say where, and
+/// hashes what it reads when the file carries a digest.
 pub(crate) struct Reader<R> {
     inner: R,
     /// Bytes read so far (from the reader's start), for errors that say where.
     pub(crate) offset: u64,
     len: u64,
+    /// The digest of what was read so far, for a file that ends with one.
+    digest: Option<blake2b_simd::State>,
 }
 
 impl<R: Read + Seek> Reader<R> {
@@ -19,7 +27,45 @@ impl<R: Read + Seek> Reader<R> {
         let offset = reader.stream_position()?;
         let len = reader.seek(SeekFrom::End(0))?;
         reader.seek(SeekFrom::Start(offset))?;
-        Ok(Reader { inner: reader, offset, len })
+        Ok(Reader { inner: reader, offset, len, digest: None })
+    }
+
+    /// Hashes every byte read from now on (the bytes already read were `head`), for
+    /// [`check_digest`](Self::check_digest) at the end. The digest's own bytes are not
+    /// counted as left to read.
+    pub(crate) fn hash_from(&mut self, head: &[u8]) {
+        let mut state = blake2b_simd::Params::new().hash_length(DIGEST_BYTES).to_state();
+        state.update(head);
+        self.digest = Some(state);
+        self.len = self.len.saturating_sub(DIGEST_BYTES as u64);
+    }
+
+    /// Reads the digest that ends the file and checks it against what was read, and that
+    /// nothing follows it.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when they differ (the file is damaged), or the file is not all read.
+    pub(crate) fn check_digest(&mut self) -> Result<()> {
+        let state = self.digest.take().expect("hash_from was called");
+        if self.left() != 0 {
+            return Err(Error::Decode {
+                what: "the contents before the digest".to_owned(),
+                offset: self.offset,
+                reason: "bytes are left over: the file is damaged",
+            });
+        }
+        let at = self.offset;
+        self.len += DIGEST_BYTES as u64;
+        let mut stored = [0u8; DIGEST_BYTES];
+        self.read_exact(&mut stored, || "digest".to_owned())?;
+        if state.finalize().as_bytes() != stored {
+            return Err(Error::Decode {
+                what: "digest".to_owned(),
+                offset: at,
+                reason: "the contents do not match their digest: the file is damaged",
+            });
+        }
+        Ok(())
     }
 
     pub(crate) fn left(&self) -> u64 {
@@ -35,6 +81,9 @@ impl<R: Read + Seek> Reader<R> {
             match self.inner.read_exact(buf) {
                 Ok(()) => {
                     self.offset += buf.len() as u64;
+                    if let Some(state) = &mut self.digest {
+                        state.update(buf);
+                    }
                     return Ok(());
                 }
                 Err(_) => "it cannot be read",
@@ -111,4 +160,35 @@ pub(crate) fn write_u32s_le<W: std::io::Write>(writer: &mut W, values: &[u32]) -
         writer.write_all(&buf)?;
     }
     Ok(())
+}
+
+/// A writer that hashes what it writes, and ends the file with the digest
+/// ([`finish`](Self::finish)), which [`Reader::check_digest`] checks.
+pub(crate) struct DigestWriter<W> {
+    inner: W,
+    state: blake2b_simd::State,
+}
+
+impl<W: std::io::Write> DigestWriter<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        DigestWriter { inner, state: blake2b_simd::Params::new().hash_length(DIGEST_BYTES).to_state() }
+    }
+
+    /// Writes the digest of everything written, and flushes.
+    pub(crate) fn finish(mut self) -> std::io::Result<()> {
+        self.inner.write_all(self.state.finalize().as_bytes())?;
+        self.inner.flush()
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for DigestWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.state.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }

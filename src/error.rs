@@ -61,12 +61,13 @@ pub enum Error {
     BackendPanicked(String),
     /// The proof did not verify against the key's verifying key and the job's public inputs:
     /// the circuit's constraints differ from the key's, or its witness does not satisfy them.
-    #[error(
-        "the proof of job {job} does not verify: the circuit does not match the key or its witness is unsatisfied"
-    )]
+    #[error("the proof of job {job} does not verify: {}", proof_invalid_cause(*recorded))]
     ProofInvalid {
         /// The job's submission number.
         job: u64,
+        /// Whether the key has recorded constraints ([`R1cs`](crate::R1cs)), which the
+        /// circuit may not match although its counts do.
+        recorded: bool,
     },
     /// The proving thread is gone (it failed or the prover was dropped); the job was not proved.
     #[error("pipeline closed: the proving thread is no longer running")]
@@ -142,5 +143,16 @@ impl Error {
                 Err(_) => "non-string panic payload".to_owned(),
             },
         }
+    }
+}
+
+/// What a proof that does not verify tells: the circuit against the key, or against the key's
+/// recording when it has one.
+fn proof_invalid_cause(recorded: bool) -> &'static str {
+    if recorded {
+        "the circuit's constraints differ from the key's recorded constraints (a recording of another \
+         circuit, or a circuit changed since it was recorded), or its witness is unsatisfied"
+    } else {
+        "the circuit does not match the key or its witness is unsatisfied"
     }
 }

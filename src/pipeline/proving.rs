@@ -89,7 +89,7 @@ impl ProvingContext {
             });
             let answer = match verdict {
                 None | Some(Ok(true)) => Ok(proof), // unchecked when verification is off
-                Some(Ok(false)) => Err(Error::ProofInvalid { job: t.job }),
+                Some(Ok(false)) => Err(Error::ProofInvalid { job: t.job, recorded: key.r1cs.is_some() }),
                 Some(Err(e)) => Err(e),
             };
             shared.timings.lock().push(t);

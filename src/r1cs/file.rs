@@ -1,16 +1,18 @@
 //! Recorded constraints to and from a file, so that a proving service records a circuit
 //! shape once, not at every start.
 //!
-//! Layout, every number little-endian: the magic `pinr1cs\0`, the version (u64, 1); the
+//! Layout, every number little-endian: the magic `pinr1cs\0`, the version (u64, 2); the
 //! inputs, aux variables and constraints (u64 each); the table (a u64 count, then each
 //! coefficient's 32-byte canonical encoding, `PrimeField::to_repr`); A, B and C, each as the
 //! width of its row starts (u64, 4 or 8), its entries' count (u64), the starts (rows + 1 of
 //! them, rows = constraints + inputs), the entries' variables (u32) and coefficient indices
-//! (u32); then A's aux variables and B's variables (a u64 count and u32s each).
+//! (u32); then A's aux variables and B's variables (a u64 count and u32s each); last, the
+//! BLAKE2b-512 digest of every byte before it.
 //!
 //! Reading checks everything a backend relies on (starts rising from 0 to the entries, every
-//! index in range, the densities rising, the table's first entries 1 and −1), and every
-//! length against the bytes left before allocating for it.
+//! index in range, the densities rising, the table's first entries 1 and −1), every length
+//! against the bytes left before allocating for it, and the digest, computed in the same pass:
+//! a damaged file is refused, whether or not the damage breaks its structure.
 
 use std::io::{Read, Seek, Write};
 
@@ -18,18 +20,19 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
 use super::{Matrix, R1cs, RowStarts, MINUS_ONE, ONE};
-use crate::decode::{write_u32s_le, Reader};
+use crate::decode::{write_u32s_le, DigestWriter, Reader};
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"pinr1cs\0";
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
 
 impl R1cs {
     /// Writes the recording (see the module docs for the layout).
     ///
     /// # Errors
     /// [`Error::Io`] when `writer` fails.
-    pub fn write<W: Write>(&self, mut writer: W) -> Result<()> {
+    pub fn write<W: Write>(&self, writer: W) -> Result<()> {
+        let mut writer = DigestWriter::new(writer);
         let w = &mut writer;
         w.write_all(MAGIC)?;
         for n in [VERSION, self.inputs as u64, self.aux as u64, self.constraints as u64, self.table.len() as u64] {
@@ -56,7 +59,7 @@ impl R1cs {
             w.write_all(&(d.len() as u64).to_le_bytes())?;
             write_u32s_le(w, d)?;
         }
-        Ok(writer.flush()?)
+        Ok(writer.finish()?)
     }
 
     /// Reads a recording [`write`](Self::write) made, checking all of it (see the module
@@ -74,9 +77,10 @@ impl R1cs {
         if &magic != MAGIC {
             return Err(bad("magic", 0, "not a pinprove r1cs file"));
         }
+        src.hash_from(MAGIC);
         let at = src.offset;
         if src.u64_le("version")? != VERSION {
-            return Err(bad("version", at, "a version this build does not read (1)"));
+            return Err(bad("version", at, "a version this build does not read (2)"));
         }
         let [inputs, aux, constraints] = [src.u64_le("inputs")?, src.u64_le("aux")?, src.u64_le("constraints")?];
         let at = src.offset;
@@ -99,6 +103,7 @@ impl R1cs {
         let (a, b, c) = (matrix("a")?, matrix("b")?, matrix("c")?);
         let a_aux = read_rising(&mut src, "a_aux", aux)?;
         let b_vars = read_rising(&mut src, "b_vars", vars)?;
+        src.check_digest()?;
         let usize_of = |n: u64| n as usize; // each fits: the file holds as many rows or entries
         Ok(R1cs {
             inputs: usize_of(inputs),

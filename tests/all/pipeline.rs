@@ -260,8 +260,8 @@ fn proofs_that_do_not_verify_are_errors_unless_verification_is_off() {
     let prover = Prover::new(key.clone(), config(2, 1)).unwrap();
     let results = prover.prove(vec![honest, twice, lie]).unwrap();
     assert!(verify_proof(&pvk, results[0].as_ref().unwrap(), &[honest.y()]).unwrap());
-    assert!(matches!(results[1], Err(Error::ProofInvalid { job: 1 })), "{:?}", results[1]);
-    assert!(matches!(results[2], Err(Error::ProofInvalid { job: 2 })), "{:?}", results[2]);
+    assert!(matches!(results[1], Err(Error::ProofInvalid { job: 1, recorded: false })), "{:?}", results[1]);
+    assert!(matches!(results[2], Err(Error::ProofInvalid { job: 2, recorded: false })), "{:?}", results[2]);
     let timings = prover.take_timings();
     assert!(timings.iter().all(|t| t.verify > Duration::ZERO), "verification is timed: {timings:?}");
     assert!(timings.iter().all(|t| t.assemble > Duration::ZERO), "assembly is timed: {timings:?}");

@@ -101,15 +101,21 @@ fn r1cs_files_round_trip_and_every_damage_is_a_typed_error() {
         let e = R1cs::read(Cursor::new(&bytes[..cut])).unwrap_err();
         assert!(matches!(e, Error::Decode { .. }), "cut at {cut}: {e}");
     }
-    // Each byte flipped: an error or, where the byte is free (a coefficient's value, a
-    // variable still in range), a recording that differs; never a panic.
+    // Each byte flipped: refused (the digest catches what the structure's checks cannot: a
+    // coefficient's value, a variable still in range), never a panic.
     for at in 0..bytes.len() {
         let mut bad = bytes.clone();
         bad[at] ^= 0x80;
-        if let Ok(read) = R1cs::read(Cursor::new(&bad)) {
-            assert_ne!(read, r1cs, "byte {at} flipped reads as the same recording");
-        }
+        let e = R1cs::read(Cursor::new(&bad)).expect_err(&format!("byte {at} flipped is read"));
+        assert!(matches!(e, Error::Decode { .. }), "byte {at}: {e}");
     }
+    // Bytes past the digest, or the digest alone damaged.
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(matches!(R1cs::read(Cursor::new(&longer)), Err(Error::Decode { .. })));
+    let mut digest = bytes.clone();
+    *digest.last_mut().unwrap() ^= 1;
+    assert!(matches!(R1cs::read(Cursor::new(&digest)), Err(Error::Decode { what, .. }) if what == "digest"));
     // A huge length does not allocate: it is checked against the bytes left.
     let mut huge = bytes.clone();
     huge[40..48].copy_from_slice(&u64::MAX.to_le_bytes()); // the table's length
@@ -118,8 +124,30 @@ fn r1cs_files_round_trip_and_every_damage_is_a_typed_error() {
     other[0] = b'x';
     assert!(matches!(R1cs::read(Cursor::new(&other)), Err(Error::Decode { what, .. }) if what == "magic"));
     let mut version = bytes;
-    version[8] = 2;
+    version[8] = 1; // the first layout, which had no digest
     assert!(matches!(R1cs::read(Cursor::new(&version)), Err(Error::Decode { what, .. }) if what == "version"));
+}
+
+/// Of a thousand random single-bit flips of a SHA-256 recording (the kind a Filecoin
+/// partition is made of), every one is refused.
+#[test]
+fn every_random_bit_flip_of_a_recording_is_refused() {
+    use rand::Rng;
+    let r1cs = R1cs::record(Chain::new(Shape::Sha256, 15, 0)).unwrap();
+    let mut bytes = Vec::new();
+    r1cs.write(&mut bytes).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(33);
+    let mut passed = vec![];
+    for _ in 0..1000 {
+        let bit = rng.gen_range(0..8 * bytes.len());
+        bytes[bit / 8] ^= 1 << (bit % 8);
+        if R1cs::read(Cursor::new(&bytes)).is_ok() {
+            passed.push(bit);
+        }
+        bytes[bit / 8] ^= 1 << (bit % 8);
+    }
+    assert_eq!(passed, Vec::<usize>::new(), "bits that flipped and were read ({} bytes)", bytes.len());
+    assert_eq!(R1cs::read(Cursor::new(&bytes)).unwrap(), r1cs);
 }
 
 #[test]
@@ -145,7 +173,9 @@ fn a_circuit_whose_constraints_differ_from_the_recording_is_proof_invalid_and_th
     let other =
         MimcChain { constants: Arc::new(chain.constants.iter().map(|k| k + Scalar::ONE).collect()), ..chain.clone() };
     let answers = prover.prove(vec![other, chain.clone(), chain]).unwrap();
-    assert!(matches!(answers[0], Err(Error::ProofInvalid { job: 0 })), "{:?}", answers[0]);
+    assert!(matches!(answers[0], Err(Error::ProofInvalid { job: 0, recorded: true })), "{:?}", answers[0]);
+    let message = answers[0].as_ref().unwrap_err().to_string();
+    assert!(message.contains("differ from the key's recorded constraints"), "{message}");
     assert!(answers[1..].iter().all(Result::is_ok), "good circuits still prove");
     // More constraints than recorded: a shape error before any product.
     let longer = crate::support::chain(6, 1);
