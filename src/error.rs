@@ -105,6 +105,17 @@ pub enum Error {
         /// driver did not say.
         requested: usize,
     },
+    /// A size the device's kernels cannot take (their grids and 32-bit indices): a key whose
+    /// MSMs or domain are too large for the kernels, found when the backend is made.
+    #[error("{what}: {got} exceeds the kernels' limit of {limit}")]
+    DeviceLimit {
+        /// What is too large.
+        what: &'static str,
+        /// The most the kernels take.
+        limit: usize,
+        /// What was asked for.
+        got: usize,
+    },
     /// There is no CUDA device with this ordinal (or no CUDA device at all).
     #[error("no CUDA device {id}")]
     NoDevice {

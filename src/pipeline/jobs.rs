@@ -75,6 +75,8 @@ pub(super) struct Partition {
     pub(super) timings: PartitionTimings,
     pub(super) sent_at: Instant,
     pub(super) reply: Reply,
+    /// Device faults it met (on devices it was given back from).
+    pub(super) device_faults: u32,
 }
 
 impl Partition {

@@ -116,11 +116,23 @@ enum Next {
     Retire { last: bool },
 }
 
+/// Device faults a partition may meet before it is answered with its error: after a fault
+/// on one device, a second on another says that the partition (a circuit that trips the
+/// backend), not the devices, is at fault; the device stays in service. So one bad
+/// partition retires at most one device.
+const PARTITION_DEVICE_FAULTS: u32 = 2;
+
 /// The one decision a fault forces (see the module docs): a device fault takes this device
-/// out of service; its partition goes to another device when there is one, the prover is
-/// not stopping, and the backend left the witness as synthesis wrote it.
-fn after_fault(result: &Result<MsmSums>, leaves_witness_intact: bool, shared: &ProverState) -> Next {
-    if !result.as_ref().is_err_and(Error::is_device_fault) {
+/// out of service, unless it is the partition's last allowed ([`PARTITION_DEVICE_FAULTS`]);
+/// its partition goes to another device when there is one, the prover is not stopping, and
+/// the backend left the witness as synthesis wrote it.
+fn after_fault(
+    result: &Result<MsmSums>,
+    leaves_witness_intact: bool,
+    earlier_faults: u32,
+    shared: &ProverState,
+) -> Next {
+    if !result.as_ref().is_err_and(Error::is_device_fault) || earlier_faults + 1 >= PARTITION_DEVICE_FAULTS {
         return Next::Serve;
     }
     let left = shared.serving.fetch_sub(1, Ordering::AcqRel) - 1;
@@ -143,7 +155,7 @@ pub(super) fn proving_loop<B: Backend>(mut backend: B, device: usize, ctx: &Prov
             partition.close();
             continue;
         }
-        let Partition { mut witness, r, s, timings: synthesized, sent_at, reply } = partition;
+        let Partition { mut witness, r, s, timings: synthesized, sent_at, reply, device_faults } = partition;
         let Some(reply) = reply.claim() else {
             continue; // answered by an abort meanwhile; the buffers go back here
         };
@@ -158,7 +170,13 @@ pub(super) fn proving_loop<B: Backend>(mut backend: B, device: usize, ctx: &Prov
             backend.msm(&ctx.key, &witness, &mut t)
         }))
         .unwrap_or_else(|panic| Err(Error::BackendPanicked(Error::panic_message(panic))));
-        let next = after_fault(&result, backend.leaves_witness_intact(), shared);
+        let next = after_fault(&result, backend.leaves_witness_intact(), device_faults, shared);
+        if let (Err(e), Next::Serve, true) = (&result, next, device_faults > 0) {
+            log::warn!(
+                "job {} faulted on a second device ({e}): answered with its error; device {device} serves on",
+                t.job
+            );
+        }
         if let (Err(e), true) = (&result, next != Next::Serve) {
             let left = shared.serving.load(Ordering::Acquire);
             let passed = if next == Next::GiveBack { ", which take its partition" } else { "" };
@@ -171,7 +189,9 @@ pub(super) fn proving_loop<B: Backend>(mut backend: B, device: usize, ctx: &Prov
         match next {
             Next::GiveBack => {
                 let reply = reply.unclaim();
-                let partition = Partition { witness, r, s, timings: synthesized, sent_at: Instant::now(), reply };
+                let sent_at = Instant::now();
+                let partition =
+                    Partition { witness, r, s, timings: synthesized, sent_at, reply, device_faults: device_faults + 1 };
                 // This context holds a receiver too: the send cannot fail.
                 let _ = ctx.retry.0.send(partition);
                 break;

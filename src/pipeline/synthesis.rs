@@ -53,7 +53,7 @@ impl SynthesisContext {
             pinned: witness.is_pinned(),
             ..Default::default()
         };
-        let partition = Partition { witness, r, s, timings, sent_at: Instant::now(), reply };
+        let partition = Partition { witness, r, s, timings, sent_at: Instant::now(), reply, device_faults: 0 };
         if let Err(SendError(partition)) = self.jobs.send(partition) {
             partition.close();
         }

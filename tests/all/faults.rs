@@ -72,16 +72,22 @@ unsafe impl HostAllocator for FailingAllocator {
     }
 }
 
-/// The CPU backend with faults: `Err` for jobs in `errors`, a panic for jobs in `panics`.
+/// The CPU backend with faults: `Err` for jobs in `errors`, a panic for jobs in `panics`;
+/// with `intact`, it says it leaves the witness intact, as a device backend does (it faults
+/// before the CPU backend touches the witness).
 struct FaultyBackend {
     inner: CpuBackend,
     errors: BTreeSet<u64>,
     panics: BTreeSet<u64>,
+    intact: bool,
 }
 
 impl Backend for FaultyBackend {
     fn name(&self) -> &'static str {
         "faulty-cpu"
+    }
+    fn leaves_witness_intact(&self) -> bool {
+        self.intact
     }
     fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
         if self.errors.contains(&t.job) {
@@ -100,7 +106,7 @@ fn faulty(
     panics: &[u64],
 ) -> impl FnOnce(&ProvingKey) -> pinprove::Result<FaultyBackend> + Send + 'static {
     let (errors, panics) = (errors.iter().copied().collect(), panics.iter().copied().collect());
-    move |_| Ok(FaultyBackend { inner: CpuBackend::new()?, errors, panics })
+    move |_| Ok(FaultyBackend { inner: CpuBackend::new()?, errors, panics, intact: false })
 }
 
 #[test]
@@ -204,6 +210,37 @@ fn with_two_proving_threads_one_retiring_leaves_the_other_serving() {
     for (i, r) in results.iter().enumerate().filter(|(i, _)| *i != 3) {
         assert!(verify_proof(&pvk, r.as_ref().unwrap(), &chain(5, i as u64).public_inputs()).unwrap(), "job {i}");
     }
+    assert!(!prover.is_failed());
+    assert_proves(&prover, &pvk, 5, 100..104);
+    assert_balanced(&prover.pool().stats());
+}
+
+/// A partition that panics on every device (three, each leaving the witness intact, so the
+/// partition is given back after a fault): the first device retires, the second answers the
+/// job with its error and serves on; the other jobs prove.
+#[test]
+fn a_partition_that_faults_on_every_device_retires_at_most_one() {
+    let (key, pvk) = setup(5);
+    quiet_injected_panics();
+    let device = || {
+        move |_: &ProvingKey| {
+            let (errors, panics) = (BTreeSet::new(), BTreeSet::from([3]));
+            Ok(FaultyBackend { inner: CpuBackend::new()?, errors, panics, intact: true })
+        }
+    };
+    let prover = Prover::with_backends(
+        key,
+        config(2, 1),
+        PinnedPool::new(PoolConfig::default()),
+        vec![device(), device(), device()],
+    )
+    .unwrap();
+    let results = prover.prove((0..12).map(|i| chain(5, i)).collect()).unwrap();
+    assert!(matches!(&results[3], Err(Error::BackendPanicked(_))), "{:?}", results[3]);
+    for (i, r) in results.iter().enumerate().filter(|(i, _)| *i != 3) {
+        assert!(verify_proof(&pvk, r.as_ref().unwrap(), &chain(5, i as u64).public_inputs()).unwrap(), "job {i}");
+    }
+    assert_eq!(prover.failed_devices(), 1, "the partition's second fault is its own");
     assert!(!prover.is_failed());
     assert_proves(&prover, &pvk, 5, 100..104);
     assert_balanced(&prover.pool().stats());

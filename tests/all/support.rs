@@ -51,13 +51,16 @@ pub(crate) fn assert_balanced(s: &PoolStats) {
 
 /// A device that faults on its `fault_at`-th partition (1-based), before its inner backend
 /// sees it, with a driver error or (`panic`) a panic; it notes the job of every proof it
-/// completes in `proved`.
+/// completes in `proved`. A partition another device faulted on (in `faulted`, shared by
+/// the devices of one `faulty_devices`) neither counts nor faults: the fault is the
+/// device's, and a partition's second fault would be blamed on the partition.
 pub(crate) struct FaultyDevice<B> {
     inner: B,
     seen: usize,
     fault_at: Option<usize>,
     panic: bool,
     proved: Arc<Mutex<Vec<u64>>>,
+    faulted: Arc<Mutex<Vec<u64>>>,
 }
 
 impl<B: Backend> Backend for FaultyDevice<B> {
@@ -68,8 +71,12 @@ impl<B: Backend> Backend for FaultyDevice<B> {
         true // it faults before its inner backend runs
     }
     fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
+        if self.faulted.lock().contains(&t.job) {
+            return self.inner.h(key, w, t);
+        }
         self.seen += 1;
         if self.fault_at == Some(self.seen) {
+            self.faulted.lock().push(t.job);
             assert!(!self.panic, "injected backend panic");
             return Err(Error::Cuda { code: 700, msg: "injected illegal address".into() });
         }
@@ -94,12 +101,14 @@ where
     B: Backend + 'static,
     F: Fn() -> pinprove::Result<B> + Clone + Send + 'static,
 {
+    let faulted = Arc::new(Mutex::new(Vec::new()));
     faults
         .iter()
         .map(|&(fault_at, panic)| {
-            let (proved, make) = (Arc::clone(proved), make.clone());
-            Box::new(move |_: &ProvingKey| Ok(FaultyDevice { inner: make()?, seen: 0, fault_at, panic, proved }))
-                as DeviceFactory<B>
+            let (proved, faulted, make) = (Arc::clone(proved), Arc::clone(&faulted), make.clone());
+            Box::new(move |_: &ProvingKey| {
+                Ok(FaultyDevice { inner: make()?, seen: 0, fault_at, panic, proved, faulted })
+            }) as DeviceFactory<B>
         })
         .collect()
 }

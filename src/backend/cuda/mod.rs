@@ -87,6 +87,14 @@ impl CudaBackend {
         if key.bases_released() {
             return Err(Error::InvalidKey("the key's bases were released: a backend is made from the whole key"));
         }
+        let m = key.domain_size();
+        if m > u32::MAX as usize {
+            return Err(Error::DeviceLimit {
+                what: "domain size (the kernels' 32-bit lengths)",
+                limit: u32::MAX as usize,
+                got: m,
+            });
+        }
         let gpu = Gpu::open(device)?;
         let epoch = event()?;
         epoch.record(&gpu.stream).map_err(from_cust)?;

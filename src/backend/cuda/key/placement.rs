@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{g1_msm_lengths, key_bytes, DeviceKey, KeyPlacement};
 use crate::backend::cuda::device::Gpu;
 use crate::backend::cuda::ffi::msm::{G1, G2};
-use crate::backend::cuda::msm::{plan_window_bits, MsmScratch};
+use crate::backend::cuda::msm::{check_sort_limits, plan_window_bits, MsmScratch};
 use crate::backend::cuda::r1cs::{device_bytes, streamed_bytes, DeviceR1cs};
 use crate::error::{Error, Result};
 use crate::groth16::ProvingKey;
@@ -127,9 +127,12 @@ fn streamed_chunks(r1cs: &Arc<R1cs>, recording: Recording) -> Vec<usize> {
 
 /// The bases with their shifted copies, else alone, else streamed (see [`KeyPlacement`]),
 /// with the scratch their MSMs need in `scratch`.
+///
+/// # Errors
+/// [`Error::DeviceOutOfMemory`] when not even streamed bases fit.
 fn place_bases(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let held = match resident_key(gpu, key, true, scratch) {
-        Err(e @ Error::DeviceOutOfMemory { .. }) => {
+        Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
             log::info!("the key's shifted bases and their scratch do not fit ({e}): the bases alone");
             *scratch = MsmScratch::default(); // free the shifted plans' room
             resident_key(gpu, key, false, scratch)
@@ -137,7 +140,7 @@ fn place_bases(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<
         held => held,
     };
     match held {
-        Err(e @ Error::DeviceOutOfMemory { .. }) => {
+        Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
             log::info!("the key's bases and whole-MSM scratch do not fit ({e}): streaming the bases");
             stream_key(gpu, key, scratch)
         }
@@ -148,6 +151,9 @@ fn place_bases(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<
 /// The key's bases on the device, `shifted` or not, with scratch for whole MSMs.
 fn resident_key(gpu: &Gpu, key: &ProvingKey, shifted: bool, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let lengths = g1_msm_lengths(key);
+    for n in lengths {
+        check_sort_limits(n, plan_window_bits(n, shifted), shifted)?;
+    }
     let placement = if shifted { KeyPlacement::Shifted } else { KeyPlacement::Resident };
     reserve_scratch(gpu, key, placement, scratch)?;
     gpu.budget.check(key_bytes(key, lengths, shifted))?;
@@ -159,6 +165,9 @@ fn resident_key(gpu: &Gpu, key: &ProvingKey, shifted: bool, scratch: &mut MsmScr
 fn stream_key(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let longest = g1_msm_lengths(key).into_iter().max().unwrap_or(0);
     let mut chunk = longest.next_power_of_two() / 2;
+    while check_sort_limits(chunk, plan_window_bits(chunk, false), false).is_err() {
+        chunk /= 2;
+    }
     loop {
         *scratch = MsmScratch::default(); // free the last try's
         let attempt = reserve_scratch(gpu, key, KeyPlacement::Streamed { chunk }, scratch)

@@ -21,7 +21,7 @@ mod scratch;
 mod window;
 
 pub(crate) use bases::{copies, Bases, DeviceBases};
-pub(crate) use plan::window_range;
+pub(crate) use plan::{check_sort_limits, window_range};
 pub(crate) use schedule::Msms;
 pub(crate) use scratch::MsmScratch;
 pub(crate) use window::plan_window_bits;

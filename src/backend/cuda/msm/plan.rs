@@ -4,6 +4,7 @@
 //! the sort and the sums are `ffi/msm.rs`'s launches, which take these choices.
 
 use crate::backend::cuda::ffi::msm::{windows_for, Buckets, Digits, BINS, MAX_WINDOW_BITS};
+use crate::error::{Error, Result};
 
 /// Items one thread sums at each reduction level (`L` in accumulate.cuh). The rule: enough
 /// threads to fill the device several times over, `LEVEL_THREADS` (132 SMs of 2048 threads,
@@ -103,6 +104,26 @@ pub(crate) fn digits_for(n: usize, c: u32, shifted: Option<usize>) -> Digits {
     Digits { c, shared: shifted, bin_shift: binned.then(|| bins_for(keys).0) }
 }
 
+/// Whether the sort's kernels take `n` scalars in windows of `c` bits over plain or
+/// `shifted` bases: their entries are 32-bit words whose top bit is the digit's sign, so
+/// n < 2^31 points (and, shifted, as many points in all copies), and n·⌈256/c⌉ entries in
+/// 32 bits.
+///
+/// # Errors
+/// [`Error::DeviceLimit`] naming the count that does not fit.
+pub(crate) fn check_sort_limits(n: usize, c: u32, shifted: bool) -> Result<()> {
+    let entries = n.saturating_mul(windows_for(widest_window(c)));
+    let (what, limit, got) = match shifted {
+        true => ("MSM points in all shifted copies", (1 << 31) - 1, entries),
+        false if n >= 1 << 31 => ("MSM points", (1 << 31) - 1, n),
+        false => ("MSM entries (points times windows)", u32::MAX as usize, entries),
+    };
+    match got <= limit {
+        true => Ok(()),
+        false => Err(Error::DeviceLimit { what, limit, got }),
+    }
+}
+
 /// One set of scalars sorted into buckets, and how its sums run: for the sums of any group
 /// whose bases it fits (the B query's scalars serve G1 and G2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +185,22 @@ mod tests {
             digits_for(n, c, shifted.then_some(n)).bin_shift.is_some()
         };
         assert!(binned(24, true) && !binned(22, true) && !binned(24, false));
+    }
+
+    #[test]
+    fn the_sorts_limits_take_filecoins_sizes_and_refuse_larger_ones() {
+        use crate::backend::cuda::msm::plan_window_bits;
+        // 2^27 (a PoRep partition's domain): plain and shifted.
+        for shifted in [false, true] {
+            let n = 1 << 27;
+            assert!(check_sort_limits(n, plan_window_bits(n, shifted), shifted).is_ok(), "2^27, shifted {shifted}");
+        }
+        // 2^28 shifted: 12 copies of 2^28 points pass 2^31; plain windows still fit 32 bits.
+        let n = 1 << 28;
+        let e = check_sort_limits(n, plan_window_bits(n, true), true).unwrap_err();
+        assert!(matches!(e, Error::DeviceLimit { limit, .. } if limit == (1 << 31) - 1), "{e}");
+        assert!(check_sort_limits(n, plan_window_bits(n, false), false).is_ok());
+        assert!(matches!(check_sort_limits(1 << 31, 21, false), Err(Error::DeviceLimit { .. })));
     }
 
     #[test]
