@@ -1,7 +1,9 @@
-//! `pinprove::gadgets::sha256` against bellpepper's gadget: the same constraints (recorded
-//! alike), and under a witness generator (bellpepper's `WitnessCS`) the very same inputs and
-//! aux values, whatever the input bits are (allocated, negated, constant: the gadget's
-//! allocations depend on which), over one block, several, and hashes chained; the digest is
+//! `pinprove::gadgets::sha256` against bellpepper's gadget and bellperson 0.27's copy of it
+//! (`bellperson::gadgets::sha256`, the one Filecoin's circuits call): the same constraints
+//! (recorded alike), and under a witness generator (bellpepper's `WitnessCS`) the very same
+//! inputs and aux values, whatever the input bits are (allocated, negated, constant: the
+//! gadget's allocations depend on which), over one block, several, Filecoin's lengths (a
+//! PoRep label's 1,248 bytes, a tree_d node's 64), and hashes chained; the digest is
 //! SHA-256's. Bad input is a typed error on both paths.
 
 use bellpepper::gadgets::sha256::sha256 as bellpepper_sha256;
@@ -21,14 +23,24 @@ enum Kind {
     Mixed,
 }
 
-/// `bytes` hashed `rounds` times (each hash of the last digest), through pinprove's gadget
-/// when `native`, else bellpepper's; the last digest's first 64 bits are made public inputs.
+/// Whose SHA-256 gadget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gadget {
+    /// pinprove's, with its native witness.
+    Native,
+    Bellpepper,
+    /// bellperson 0.27's copy.
+    Bellperson,
+}
+
+/// `bytes` hashed `rounds` times (each hash of the last digest) through `gadget`; the last
+/// digest's first 64 bits are made public inputs.
 #[derive(Debug, Clone)]
 struct Hashes {
     bytes: Vec<u8>,
     kind: Kind,
     rounds: usize,
-    native: bool,
+    gadget: Gadget,
 }
 
 impl Hashes {
@@ -71,7 +83,11 @@ impl Circuit<Scalar> for Hashes {
             .collect::<Result<Vec<_>, _>>()?;
         for (round, digest) in self.digests().iter().enumerate() {
             let ns = cs.namespace(|| format!("hash {round}"));
-            bits = if self.native { pinprove::gadgets::sha256(ns, &bits)? } else { bellpepper_sha256(ns, &bits)? };
+            bits = match self.gadget {
+                Gadget::Native => pinprove::gadgets::sha256(ns, &bits)?,
+                Gadget::Bellpepper => bellpepper_sha256(ns, &bits)?,
+                Gadget::Bellperson => bellperson::gadgets::sha256::sha256(ns, &bits)?,
+            };
             let values: Vec<bool> = bits.iter().map(|b| b.get_value().expect("a witness has values")).collect();
             assert_eq!(values, bits_of(digest), "round {round}: the digest is SHA-256's");
         }
@@ -97,9 +113,9 @@ fn the_native_witness_is_bellpeppers_for_every_kind_of_input_bit() {
         for kind in [Kind::Allocated, Kind::Negated, Kind::Constant, Kind::Mixed] {
             for rounds in [1, 2] {
                 let bytes: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(167).wrapping_add(len as u8)).collect();
-                let c = Hashes { bytes, kind, rounds, native: false };
+                let c = Hashes { bytes, kind, rounds, gadget: Gadget::Bellpepper };
                 let theirs = witness(c.clone());
-                let ours = witness(Hashes { native: true, ..c });
+                let ours = witness(Hashes { gadget: Gadget::Native, ..c });
                 assert_eq!(ours.0, theirs.0, "{len} bytes, {kind:?}, {rounds} rounds: inputs");
                 assert_eq!(ours.1.len(), theirs.1.len(), "{len} bytes, {kind:?}, {rounds} rounds: aux count");
                 assert!(ours.1 == theirs.1, "{len} bytes, {kind:?}, {rounds} rounds: aux values");
@@ -111,10 +127,26 @@ fn the_native_witness_is_bellpeppers_for_every_kind_of_input_bit() {
 #[test]
 fn the_native_gadget_records_bellpeppers_constraints() {
     for (len, kind) in [(32, Kind::Allocated), (64, Kind::Mixed), (3, Kind::Constant)] {
-        let c = Hashes { bytes: vec![0xa5; len], kind, rounds: 2, native: false };
+        let c = Hashes { bytes: vec![0xa5; len], kind, rounds: 2, gadget: Gadget::Bellpepper };
         let theirs = R1cs::record(c.clone()).unwrap();
-        let ours = R1cs::record(Hashes { native: true, ..c }).unwrap();
+        let ours = R1cs::record(Hashes { gadget: Gadget::Native, ..c }).unwrap();
         assert_eq!(ours, theirs, "{len} bytes, {kind:?}");
+    }
+}
+
+/// At Filecoin's call sites' lengths, ours against bellperson's copy of the gadget: the same
+/// recording, and under a witness generator the same inputs and aux values.
+#[test]
+fn the_native_gadget_is_bellpersons_copy_at_filecoins_lengths() {
+    let label = |len: usize| (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(7)).collect::<Vec<u8>>();
+    let cases = [(1248, Kind::Mixed, 1), (1248, Kind::Constant, 1), (64, Kind::Negated, 2), (64, Kind::Allocated, 2)];
+    for (len, kind, rounds) in cases {
+        let c = Hashes { bytes: label(len), kind, rounds, gadget: Gadget::Bellperson };
+        let ours = Hashes { gadget: Gadget::Native, ..c.clone() };
+        let (theirs_witness, ours_witness) = (witness(c.clone()), witness(ours.clone()));
+        assert_eq!(ours_witness.0, theirs_witness.0, "{len} bytes, {kind:?}: inputs");
+        assert!(ours_witness.1 == theirs_witness.1, "{len} bytes, {kind:?}: aux values");
+        assert_eq!(R1cs::record(ours).unwrap(), R1cs::record(c).unwrap(), "{len} bytes, {kind:?}: recording");
     }
 }
 
