@@ -37,9 +37,10 @@ pub enum Error {
     /// A proving key breaks an invariant the prover relies on.
     #[error("invalid proving key: {0}")]
     InvalidKey(&'static str),
-    /// A configuration value is unusable (for example zero synthesis threads).
+    /// A configuration value is unusable (for example zero synthesis threads); the message
+    /// names the setting and, where it is a bound, the numbers.
     #[error("invalid configuration: {0}")]
-    Config(&'static str),
+    Config(String),
     /// A thread of the prover (a proving thread, or a pool's worker) could not be started.
     #[error("could not start a thread: {0}")]
     Spawn(#[source] std::io::Error),

@@ -25,7 +25,9 @@
 //!
 //! One dependency line is enough: the circuit trait and field types a user needs are
 //! re-exported ([`Circuit`], [`ConstraintSystem`], [`Scalar`], [`Field`], and the crates
-//! [`bellpepper_core`], [`blstrs`], [`ff`] they come from).
+//! [`bellpepper_core`], [`blstrs`], [`ff`] they come from), with [`bellpepper`] (its gadgets)
+//! and [`rand_core`] (the `OsRng` that setup and `Prover::prove` take their randomness from:
+//! the 0.6 its `RngCore` is, which a user's `cargo add rand_core` would not pick).
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
@@ -62,6 +64,7 @@ mod r1cs;
 mod synth;
 mod timings;
 
+pub use bellpepper;
 pub use bellpepper_core::{self, Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 pub use blstrs::{self, Scalar};
 pub use error::{Error, Result};
@@ -74,6 +77,7 @@ pub use pipeline::{Config, PendingProof, Prover, MAX_QUEUE_DEPTH, MAX_THREADS};
 pub use pool::{Element, PinnedAbcBuffers, PinnedVec};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
 pub use r1cs::R1cs;
+pub use rand_core;
 pub use timings::{BatchTimings, MsmSteps, NttSteps, PartitionTimings, Span, SpanKind, StageSums, Track};
 
 /// Internals that the crate's benches, examples and GPU tests time or check directly (the CPU

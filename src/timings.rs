@@ -236,6 +236,9 @@ pub struct BatchTimings {
 pub enum Track {
     /// A thread of the synthesis pool.
     Synthesis(usize),
+    /// The channel: partitions synthesized and waiting for a proving thread (overlapping
+    /// spans: as many as wait at once).
+    Queue,
     /// The proving thread of a device.
     Proving(usize),
     /// A device's copies and kernels (CUDA backend).
@@ -249,6 +252,7 @@ impl Track {
     pub fn name(&self) -> String {
         match self {
             Track::Synthesis(w) => format!("synthesis {w}"),
+            Track::Queue => "queue".to_owned(),
             Track::Proving(d) => format!("proving thread {d}"),
             Track::Device(d) => format!("device {d}"),
             Track::Compute => "assembly, verification".to_owned(),
@@ -261,6 +265,8 @@ impl Track {
 pub enum SpanKind {
     /// A circuit's synthesis.
     Synthesis,
+    /// A partition waiting in the channel (its worker blocked in `send` when it is full).
+    QueueWait,
     /// A proving thread's work on a partition.
     Proving,
     /// Host-to-device copies.
@@ -296,8 +302,8 @@ pub struct Span {
 
 impl PartitionTimings {
     /// The batch as spans on named tracks, the one timeline the Chrome trace and the
-    /// examples' picture both draw: each synthesis on its worker, each partition on its
-    /// proving thread, its device stages on the device (drawn from the moment its proving
+    /// examples' picture both draw: each synthesis on its worker, each partition's wait in
+    /// the channel on the queue's track, each partition on its proving thread, its device stages on the device (drawn from the moment its proving
     /// thread took it, one after the other, with their device-measured lengths), and the
     /// proofs' assembly and verification on the compute pool.
     pub fn spans(timings: &[PartitionTimings]) -> Vec<Span> {
@@ -315,6 +321,8 @@ impl PartitionTimings {
                 t.synthesis_start,
                 t.synthesis,
             );
+            let queued = t.synthesis_start + t.synthesis;
+            push(Track::Queue, SpanKind::QueueWait, "queue wait", queued, t.queue_wait);
             push(Track::Proving(t.device), SpanKind::Proving, "prove", t.proving_start, t.proving);
             let on_pool = t.proving_start + t.proving;
             push(Track::Compute, SpanKind::Compute, "assemble", on_pool, t.assemble);
@@ -385,6 +393,7 @@ mod tests {
             device: 1,
             synthesis_worker: 2,
             synthesis: ms(5),
+            queue_wait: ms(5),
             proving_start: ms(10),
             proving: ms(4),
             device_lock_wait: ms(1),
@@ -401,6 +410,7 @@ mod tests {
             names,
             [
                 (Track::Synthesis(2), "synthesize", ms(0), ms(5)),
+                (Track::Queue, "queue wait", ms(5), ms(5)),
                 (Track::Proving(1), "prove", ms(10), ms(4)),
                 (Track::Compute, "verify", ms(14), ms(1)),
                 (Track::Device(1), "h2d", ms(11), ms(1)),
@@ -411,10 +421,10 @@ mod tests {
         assert!(PartitionTimings::spans(&[on_cpu]).iter().all(|s| !matches!(s.track, Track::Device(_))));
         let trace = PartitionTimings::chrome_trace(&[on_device]);
         assert!(
-            trace.contains(r#""name":"MSM b G2 7","ph":"X","pid":1,"tid":3,"ts":12000.000,"dur":2000.000"#),
+            trace.contains(r#""name":"MSM b G2 7","ph":"X","pid":1,"tid":4,"ts":12000.000,"dur":2000.000"#),
             "{trace}"
         );
-        assert!(trace.contains(r#""tid":3,"args":{"name":"device 1"}"#), "{trace}");
+        assert!(trace.contains(r#""tid":4,"args":{"name":"device 1"}"#), "{trace}");
     }
 
     #[test]

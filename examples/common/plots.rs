@@ -8,32 +8,37 @@ use std::error::Error;
 use pinprove::{PartitionTimings, SpanKind, Track};
 use plotters::prelude::*;
 
-/// One bar of the timeline: a row, an interval and a colour.
+/// One bar of the timeline: a row, an interval and what it is.
 struct Bar {
     row: usize,
     start: f64,
     end: f64,
-    colour: RGBColor,
+    kind: SpanKind,
 }
+
+/// Each kind of span, in the legend's order: its colour and its label. Queue waits are drawn
+/// translucent, so that overlapping ones (partitions waiting at once) show darker.
+const KINDS: [(SpanKind, RGBColor, &str); 9] = [
+    (SpanKind::Synthesis, RGBColor(66, 133, 244), "synthesis"),
+    (SpanKind::QueueWait, RGBColor(255, 152, 0), "queue wait"),
+    (SpanKind::Proving, RGBColor(251, 188, 5), "proving thread"),
+    (SpanKind::Copy, RGBColor(128, 128, 128), "copies"),
+    (SpanKind::Constraints, RGBColor(0, 172, 193), "constraints"),
+    (SpanKind::Ntt, RGBColor(52, 168, 83), "h stage (NTT)"),
+    (SpanKind::MsmG1, RGBColor(234, 67, 53), "MSM G1"),
+    (SpanKind::MsmG2, RGBColor(156, 39, 176), "MSM G2"),
+    (SpanKind::Compute, RGBColor(0, 150, 136), "assembly, verification"),
+];
 
 /// The colour of a span's kind.
 fn colour(kind: SpanKind) -> RGBColor {
-    match kind {
-        SpanKind::Synthesis => RGBColor(66, 133, 244),
-        SpanKind::Proving => RGBColor(251, 188, 5),
-        SpanKind::Copy => RGBColor(128, 128, 128),
-        SpanKind::Constraints => RGBColor(0, 172, 193),
-        SpanKind::Ntt => RGBColor(52, 168, 83),
-        SpanKind::MsmG1 => RGBColor(234, 67, 53),
-        SpanKind::MsmG2 => RGBColor(156, 39, 176),
-        SpanKind::Compute => RGBColor(0, 150, 136),
-    }
+    KINDS.iter().find(|(k, ..)| *k == kind).map_or(BLACK, |(_, colour, _)| *colour)
 }
 
 /// Draws the spans of `timings` ([`PartitionTimings::spans`], the Chrome trace's too) as a
-/// timeline into `path`, a row a track: synthesis (blue), proving threads (yellow), each
-/// device's copies (grey), constraint products (cyan), NTT steps (green), G1 MSMs (red) and
-/// G2 MSM (purple), the proofs' assembly and verification (teal).
+/// timeline into `path`, a row per track, coloured by kind with a legend; a one-pixel gap
+/// ends every bar, so that back-to-back partitions stay apart, and a bar shorter than a
+/// pixel is drawn a pixel wide.
 pub fn timeline(path: &str, title: &str, timings: &[PartitionTimings]) -> Result<(), Box<dyn Error>> {
     let spans = PartitionTimings::spans(timings);
     let tracks: BTreeSet<Track> = spans.iter().map(|s| s.track).collect();
@@ -44,32 +49,53 @@ pub fn timeline(path: &str, title: &str, timings: &[PartitionTimings]) -> Result
             row: tracks.iter().position(|t| *t == s.track).unwrap_or(0),
             start: s.start.as_secs_f64(),
             end: (s.start + s.length).as_secs_f64(),
-            colour: colour(s.kind),
+            kind: s.kind,
         })
         .collect();
     let end = bars.iter().map(|b| b.end).fold(0.0, f64::max).max(1e-3);
-    let root = SVGBackend::new(path, (1400, 120 + 28 * rows.len() as u32)).into_drawing_area();
+    let width = 1400u32;
+    let root = SVGBackend::new(path, (width, 160 + 28 * rows.len() as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(130)
-        .build_cartesian_2d(0.0..end, (0..rows.len()).into_segmented())?;
+        .build_cartesian_2d(0.0..end * 1.2, 0.0..rows.len() as f64)?; // the legend's room on the right
     chart
         .configure_mesh()
         .x_desc("seconds since the prover was made")
-        .y_labels(rows.len())
-        .y_label_formatter(&|y| match y {
-            SegmentValue::CenterOf(row) => rows.get(*row).cloned().unwrap_or_default(),
-            _ => String::new(),
+        .y_labels(2 * rows.len() + 1)
+        .y_label_formatter(&|y| {
+            let row = (y - 0.5).round();
+            match (y - 0.5 - row).abs() < 1e-6 && row >= 0.0 {
+                true => rows.get(rows.len() - 1 - row as usize).cloned().unwrap_or_default(),
+                false => String::new(),
+            }
         })
         .disable_y_mesh()
         .draw()?;
-    chart.draw_series(bars.iter().filter(|b| b.end > b.start).map(|b| {
-        let (low, high) = (SegmentValue::Exact(b.row), SegmentValue::Exact(b.row + 1));
-        Rectangle::new([(b.start, low), (b.end, high)], b.colour.filled())
-    }))?;
+    let pixel = 1.2 * end / f64::from(width);
+    for (kind, colour, label) in KINDS {
+        let style = if kind == SpanKind::QueueWait { colour.mix(0.35).filled() } else { colour.filled() };
+        let top = rows.len() as f64;
+        let series = bars.iter().filter(|b| b.kind == kind && b.end > b.start).map(move |b| {
+            let (low, high) = (top - b.row as f64 - 0.9, top - b.row as f64 - 0.1);
+            // A pixel's gap after a bar of three or more; at least a pixel for a shorter one.
+            let right = if b.end - b.start >= 3.0 * pixel { b.end - pixel } else { b.start + pixel };
+            Rectangle::new([(b.start, low), (right, high)], style)
+        });
+        chart
+            .draw_series(series)?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     root.present()?;
     Ok(())
 }

@@ -118,7 +118,19 @@ fn decode<P: FilePoint>(repr: &P::Uncompressed, check: Check, finite: bool) -> s
 }
 
 impl ProvingKey {
-    /// Reads a key in bellperson 0.27's `Parameters::write` layout (see the module docs).
+    /// Reads a key in bellperson 0.27's `Parameters::write` layout, what Filecoin's
+    /// `.params` files hold: every point uncompressed, big-endian (`to_uncompressed`); the
+    /// verifying key (α₁, β₁, β₂, γ₂, δ₁, δ₂, then a u32 BE count and the IC points), then
+    /// the h, l, a, b_g1 (G1) and b_g2 (G2) queries, each a u32 BE count and its points.
+    ///
+    /// Each chunk of points is decoded on every core; the key's vectors are allocated once,
+    /// at their exact length, after their length was checked against the bytes left. Like
+    /// bellperson, every point must decode and no query point may be at infinity;
+    /// [`Check::Full`] also checks each query point's subgroup (the verifying key's always
+    /// are), at about a hundredth of the speed of [`Check::OnCurve`] (33.7 MB: 7.96 s against
+    /// 0.08 s on 2 cores). What no check here catches: points that are valid but not the
+    /// setup's (a key of another circuit, or damaged to another valid point): its proofs then
+    /// do not verify, and the prover answers [`Error::ProofInvalid`].
     ///
     /// # Errors
     /// [`Error::Decode`] naming what is wrong and where (vector, index, byte offset): a file

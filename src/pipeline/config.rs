@@ -78,13 +78,13 @@ impl Config {
     /// [`Error::Config`] naming the first setting out of range.
     pub fn validate(&self) -> Result<()> {
         if !(1..=MAX_THREADS).contains(&self.synthesis_threads) {
-            return Err(Error::Config("synthesis_threads must be in 1..=MAX_THREADS (1024)"));
+            return Err(Error::Config("synthesis_threads must be in 1..=MAX_THREADS (1024)".into()));
         }
         if !(1..=MAX_THREADS).contains(&self.compute_threads) {
-            return Err(Error::Config("compute_threads must be in 1..=MAX_THREADS (1024)"));
+            return Err(Error::Config("compute_threads must be in 1..=MAX_THREADS (1024)".into()));
         }
         if self.queue_depth_per_device > MAX_QUEUE_DEPTH {
-            return Err(Error::Config("queue_depth_per_device must be at most MAX_QUEUE_DEPTH (1024)"));
+            return Err(Error::Config("queue_depth_per_device must be at most MAX_QUEUE_DEPTH (1024)".into()));
         }
         self.pool.validate()
     }

@@ -71,7 +71,10 @@ use crate::timings::PartitionTimings;
 /// once and waits only for the partitions on a device (those are answered with their proofs).
 /// Dropping a prover aborts it. Circuits still being synthesized when a prover is aborted run
 /// to their end on its synthesis threads (user code cannot be interrupted) and their buffers
-/// then return to the pool; their jobs were already answered.
+/// then return to the pool; their jobs were already answered. A prover shared through an
+/// `Arc` (`prove` takes `&self`, so many threads may call it) ends with its last handle:
+/// once the others are dropped, `Arc::try_unwrap` gives it back for `shutdown`, as the second
+/// example shows; dropping the last `Arc` aborts it.
 ///
 /// # Examples
 /// ```
@@ -101,6 +104,36 @@ use crate::timings::PartitionTimings;
 /// let pool = prover.pool().stats();
 /// assert_eq!(pool.checkouts, pool.checkins); // every buffer is back
 /// prover.shutdown();
+/// # Ok::<(), pinprove::Error>(())
+/// ```
+///
+/// Shared by several threads, then shut down:
+/// ```
+/// # use pinprove::{Circuit, Config, ConstraintSystem, Field, Prover, Scalar, SynthesisError};
+/// # struct Square(Scalar);
+/// # impl Circuit<Scalar> for Square {
+/// #     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+/// #         let x = cs.alloc(|| "x", || Ok(self.0))?;
+/// #         let y = cs.alloc_input(|| "y", || Ok(self.0.square()))?;
+/// #         cs.enforce(|| "x*x=y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+/// #         Ok(())
+/// #     }
+/// # }
+/// use std::sync::Arc;
+///
+/// let key = pinprove::generate_random_parameters(Square(Scalar::ZERO), &mut pinprove::rand_core::OsRng)?;
+/// let prover = Arc::new(Prover::new(key, Config { synthesis_threads: 2, ..Config::default() })?);
+/// let callers: Vec<_> = (0..3u64)
+///     .map(|i| {
+///         let prover = Arc::clone(&prover);
+///         std::thread::spawn(move || prover.prove(vec![Square(Scalar::from(i))]))
+///     })
+///     .collect();
+/// for caller in callers {
+///     assert!(caller.join().unwrap()?.remove(0).is_ok());
+/// }
+/// // The callers' handles are gone: this is the last one.
+/// Arc::try_unwrap(prover).expect("no other handle").shutdown();
 /// # Ok::<(), pinprove::Error>(())
 /// ```
 pub struct Prover {
@@ -232,7 +265,13 @@ impl Prover {
         }
         let partition = partition_bytes(&key, witness_only)?;
         if partition > pool.config().max_bytes {
-            return Err(Error::Config("the pool's cap (max_bytes) cannot hold the buffers of one partition"));
+            return Err(Error::Config(format!(
+                "the pool's cap (max_bytes, {} bytes) cannot hold the buffers of one partition ({partition} bytes); \
+                 to keep every partition in flight pinned ({max_in_flight}: synthesis_threads + \
+                 (queue_depth_per_device + 1) x devices) it needs {} bytes",
+                pool.config().max_bytes,
+                partition.saturating_mul(max_in_flight),
+            )));
         }
         prewarm(&pool, &witness_buffer_bytes(&key, witness_only)?, partition, prewarm_partitions);
         Ok(Prover {
@@ -427,15 +466,18 @@ fn check_setup(key: &ProvingKey, config: &Config, pool: &PinnedPool, devices: us
     key.validate()?;
     pool.config().validate()?;
     if devices == 0 {
-        return Err(Error::Config("at least one backend is needed"));
+        return Err(Error::Config("at least one backend is needed".into()));
     }
     if devices > MAX_THREADS {
-        return Err(Error::Config("at most MAX_THREADS (1024) backends"));
+        return Err(Error::Config("at most MAX_THREADS (1024) backends".into()));
     }
     let max_in_flight = config.synthesis_threads + (config.queue_depth_per_device + 1) * devices;
     let prewarm_partitions = config.prewarm_partitions.unwrap_or(max_in_flight);
     if prewarm_partitions > max_in_flight {
-        return Err(Error::Config("prewarm_partitions must be at most the in-flight bound"));
+        return Err(Error::Config(format!(
+            "prewarm_partitions ({prewarm_partitions}) must be at most the in-flight bound ({max_in_flight}: \
+             synthesis_threads + (queue_depth_per_device + 1) x devices)"
+        )));
     }
     Ok((max_in_flight, prewarm_partitions))
 }

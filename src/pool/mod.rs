@@ -50,7 +50,7 @@ impl PoolConfig {
     /// [`Error::Config`] naming the bad limit.
     pub fn validate(&self) -> Result<()> {
         if !(self.max_waste.is_finite() && self.max_waste >= 0.0) {
-            return Err(Error::Config("pool max_waste must be a finite number >= 0"));
+            return Err(Error::Config("pool max_waste must be a finite number >= 0".into()));
         }
         Ok(())
     }

@@ -27,7 +27,13 @@ const MAGIC: &[u8; 8] = b"pinr1cs\0";
 const VERSION: u64 = 2;
 
 impl R1cs {
-    /// Writes the recording (see the module docs for the layout).
+    /// Writes the recording. Layout, every number little-endian: the magic `pinr1cs\0`, the
+    /// version (u64, 2); the inputs, aux variables and constraints (u64 each); the table (a
+    /// u64 count, then each coefficient's 32-byte canonical encoding); A, B and C, each as
+    /// the width of its row starts (u64, 4 or 8), its entries' count (u64), the starts (one
+    /// more than the rows, which are the constraints and then one per input), the entries'
+    /// variables (u32) and coefficient indices (u32); then A's aux variables and B's variables
+    /// (a u64 count and u32s each); last, the BLAKE2b-512 digest of every byte before it.
     ///
     /// # Errors
     /// [`Error::Io`] when `writer` fails.
@@ -62,13 +68,22 @@ impl R1cs {
         Ok(writer.finish()?)
     }
 
-    /// Reads a recording [`write`](Self::write) made, checking all of it (see the module
-    /// docs).
+    /// Reads a recording [`write`](Self::write) made, checking all of it: the structure a
+    /// backend relies on (row starts rising from 0 to the entries, every variable and
+    /// coefficient index in range, the densities rising, the table's first entries 1 and −1),
+    /// every length against the bytes left before allocating for it, and the digest,
+    /// computed in the same pass, so that no damaged file is read. What it cannot tell is
+    /// whether the recording is of the circuit it will be used with: [`with_r1cs`] checks
+    /// the counts against the key, and a circuit whose constraints differ with the same
+    /// counts gets [`Error::ProofInvalid`] from the prover.
+    ///
+    /// [`with_r1cs`]: crate::ProvingKey::with_r1cs
     ///
     /// # Errors
     /// [`Error::Decode`] naming what is wrong and where: another file, another version, a
     /// file cut short, a length larger than the bytes left, an index out of range, starts or
-    /// densities out of order, a coefficient that is not a canonical field element;
+    /// densities out of order, a coefficient that is not a canonical field element, contents
+    /// that do not match their digest;
     /// [`Error::Io`] when `reader` cannot tell its length (seek).
     pub fn read<R: Read + Seek>(reader: R) -> Result<Self> {
         let mut src = Reader::new(reader)?;

@@ -180,7 +180,8 @@ pub(crate) fn witness_buffer_bytes(key: &ProvingKey, witness_only: bool) -> Resu
     scalars
         .into_iter()
         .map(|n| {
-            n.checked_mul(std::mem::size_of::<Scalar>()).ok_or(Error::Config("a partition's buffers overflow usize"))
+            n.checked_mul(std::mem::size_of::<Scalar>())
+                .ok_or_else(|| Error::Config("a partition's buffers overflow usize".into()))
         })
         .collect()
 }
@@ -195,7 +196,7 @@ pub fn partition_bytes(key: &ProvingKey, witness_only: bool) -> Result<usize> {
     witness_buffer_bytes(key, witness_only)?
         .iter()
         .try_fold(0usize, |sum, b| sum.checked_add((*b).max(1)))
-        .ok_or(Error::Config("a partition's buffers overflow usize"))
+        .ok_or_else(|| Error::Config("a partition's buffers overflow usize".into()))
 }
 
 /// Synthesizes `circuit` into buffers checked out from `pool`, checking its shape against

@@ -128,9 +128,11 @@ fn the_public_api_is_the_listed_one() {
         "Scalar",
         "SynthesisError",
         "Variable",
+        "bellpepper",
         "bellpepper_core",
         "blstrs",
         "ff",
+        "rand_core",
         // The backends, and the gadgets with a native witness.
         "backend",
         "gadgets",

@@ -386,6 +386,10 @@ fn every_setting_out_of_range_is_refused_at_construction() {
     let refused = |config: Config| matches!(Prover::new(key.clone(), config), Err(Error::Config(_)));
     let pool = |max_bytes, max_waste| PoolConfig { max_bytes, max_waste };
     assert!(refused(Config { pool: pool(partition - 1, 0.5), ..config(2, 1) }), "cap below one partition");
+    // The message names the numbers: the partition's bytes, the in-flight bound.
+    let e = Prover::new(key.clone(), Config { pool: pool(partition - 1, 0.5), ..config(2, 1) }).unwrap_err();
+    let (e, in_flight) = (e.to_string(), 4); // 2 synthesis threads + (1 + 1) x 1 device
+    assert!(e.contains(&format!("({partition} bytes)")) && e.contains(&format!("({in_flight}:")), "{e}");
     assert!(refused(Config { pool: pool(1 << 30, f64::NAN), ..config(2, 1) }));
     assert!(refused(Config { pool: pool(1 << 30, -0.1), ..config(2, 1) }));
     assert!(refused(Config { pool: pool(1 << 30, f64::INFINITY), ..config(2, 1) }));
