@@ -34,10 +34,32 @@ impl<R: Read + Seek> Reader<R> {
     /// [`check_digest`](Self::check_digest) at the end. The digest's own bytes are not
     /// counted as left to read.
     pub(crate) fn hash_from(&mut self, head: &[u8]) {
-        let mut state = blake2b_simd::Params::new().hash_length(DIGEST_BYTES).to_state();
-        state.update(head);
-        self.digest = Some(state);
+        self.hash_all();
+        if let Some(state) = &mut self.digest {
+            state.update(head);
+        }
         self.len = self.len.saturating_sub(DIGEST_BYTES as u64);
+    }
+
+    /// Hashes every byte read from now on, for [`digest`](Self::digest): a file that does not
+    /// carry its digest, whose digest a caller knows.
+    pub(crate) fn hash_all(&mut self) {
+        self.digest = Some(blake2b_simd::Params::new().hash_length(DIGEST_BYTES).to_state());
+    }
+
+    /// The BLAKE2b-512 of every byte from where hashing began to the end of the file (the
+    /// bytes not yet read are read for it), as lowercase hex.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when the rest of the file cannot be read.
+    pub(crate) fn digest(&mut self) -> Result<String> {
+        let mut rest = vec![0u8; CHUNK];
+        while self.left() > 0 {
+            let n = (self.left() as usize).min(CHUNK);
+            self.read_exact(&mut rest[..n], || "the bytes after the key".to_owned())?;
+        }
+        let state = self.digest.take().expect("hash_all was called");
+        Ok(state.finalize().as_bytes().iter().map(|b| format!("{b:02x}")).collect())
     }
 
     /// Reads the digest that ends the file and checks it against what was read, and that
@@ -70,6 +92,24 @@ impl<R: Read + Seek> Reader<R> {
 
     pub(crate) fn left(&self) -> u64 {
         self.len.saturating_sub(self.offset)
+    }
+
+    /// Fills `buf` as [`read_exact`](Self::read_exact) does, and returns the digest's state
+    /// (when the file is hashed) for the caller to add `buf` to, beside other work on the
+    /// bytes, and to give back with [`restore_digest`](Self::restore_digest).
+    pub(crate) fn read_unhashed(
+        &mut self,
+        buf: &mut [u8],
+        what: impl FnOnce() -> String,
+    ) -> Result<Option<blake2b_simd::State>> {
+        let digest = self.digest.take();
+        self.read_exact(buf, what)?;
+        Ok(digest)
+    }
+
+    /// Gives back the digest's state [`read_unhashed`](Self::read_unhashed) took.
+    pub(crate) fn restore_digest(&mut self, state: Option<blake2b_simd::State>) {
+        self.digest = state;
     }
 
     /// Fills `buf`, or names `what` as cut short (or unreadable).

@@ -117,6 +117,15 @@ pub enum Error {
         /// What was asked for.
         got: usize,
     },
+    /// A file's digest is not the one it was expected to have: not the file a manifest
+    /// describes (filecoin-proofs' `parameters.json`), or damaged.
+    #[error("the file's digest is {got}, not the expected {expected}: another file, or a damaged one")]
+    Digest {
+        /// The digest asked for.
+        expected: String,
+        /// The file's, as many hex digits as the expected one has.
+        got: String,
+    },
     /// There is no CUDA device with this ordinal (or no CUDA device at all).
     #[error("no CUDA device {id}")]
     NoDevice {

@@ -79,21 +79,33 @@ impl<R: Read + Seek> Reader<R> {
         while points.len() < n {
             let (first, at) = (points.len(), self.offset);
             let batch = &mut bytes[..(n - first).min(BATCH) * P::BYTES];
-            self.read_exact(batch, || format!("{name}[{first}..{n}]"))?;
-            let decoded: Vec<P> = batch
-                .par_chunks_exact(P::BYTES)
-                .enumerate()
-                .map(|(i, b)| {
-                    let mut repr = P::Uncompressed::default();
-                    repr.as_mut().copy_from_slice(b);
-                    decode::<P>(&repr, check, true).map_err(|reason| Error::Decode {
-                        what: format!("{name}[{}]", first + i),
-                        offset: at + (i * P::BYTES) as u64,
-                        reason,
-                    })
-                })
-                .collect::<Result<_>>()?;
-            points.extend(decoded);
+            let mut digest = self.read_unhashed(batch, || format!("{name}[{first}..{n}]"))?;
+            let batch = &*batch;
+            // The digest (when the file is trusted by one) on one core, beside the decode.
+            let ((), decoded) = rayon::join(
+                || {
+                    if let Some(state) = digest.as_mut() {
+                        state.update(batch);
+                    }
+                },
+                || {
+                    batch
+                        .par_chunks_exact(P::BYTES)
+                        .enumerate()
+                        .map(|(i, b)| {
+                            let mut repr = P::Uncompressed::default();
+                            repr.as_mut().copy_from_slice(b);
+                            decode::<P>(&repr, check, true).map_err(|reason| Error::Decode {
+                                what: format!("{name}[{}]", first + i),
+                                offset: at + (i * P::BYTES) as u64,
+                                reason,
+                            })
+                        })
+                        .collect::<Result<Vec<P>>>()
+                },
+            );
+            self.restore_digest(digest);
+            points.extend(decoded?);
         }
         Ok(points)
     }
@@ -139,7 +151,36 @@ impl ProvingKey {
     /// [`Error::InvalidKey`] for queries whose lengths disagree; [`Error::Io`] when `reader`
     /// cannot tell its length (seek).
     pub fn read<R: Read + Seek>(reader: R, check: Check) -> Result<Self> {
+        Self::read_from(&mut Reader::new(reader)?, check)
+    }
+
+    /// Reads a key as [`read`](Self::read) does, from a file trusted by its digest: the
+    /// BLAKE2b-512 of the file (the reader's bytes from its position to its end), computed in
+    /// the same pass, must begin with `digest`, in the form of filecoin-proofs'
+    /// `parameters.json` manifest (its first 32 hex digits; any length of hex digits is
+    /// compared). A file trusted so needs no subgroup checks: [`Check::OnCurve`] fits it, at
+    /// a hundredth of [`Check::Full`]'s cost.
+    ///
+    /// # Errors
+    /// [`Error::Digest`] when the file's digest differs; [`Error::Config`] when `digest` is
+    /// not hex digits; as [`read`](Self::read) otherwise. Nothing is returned of a file whose
+    /// digest differs.
+    pub fn read_digested<R: Read + Seek>(reader: R, check: Check, digest: &str) -> Result<Self> {
+        let expected = digest.to_ascii_lowercase();
+        if expected.is_empty() || expected.len() > 128 || !expected.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::Config(format!("a digest is 1 to 128 hex digits, not `{digest}`")));
+        }
         let mut src = Reader::new(reader)?;
+        src.hash_all();
+        let key = Self::read_from(&mut src, check)?;
+        let got = src.digest()?;
+        if !got.starts_with(&expected) {
+            return Err(Error::Digest { got: got[..expected.len()].to_owned(), expected });
+        }
+        Ok(key)
+    }
+
+    fn read_from<R: Read + Seek>(src: &mut Reader<R>, check: Check) -> Result<Self> {
         let vk = VerifyingKey {
             alpha_g1: src.vk_point("vk.alpha_g1")?,
             beta_g1: src.vk_point("vk.beta_g1")?,

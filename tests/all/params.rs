@@ -126,3 +126,41 @@ fn queries_whose_lengths_disagree_are_an_invalid_key() {
     key.write(&mut bytes).unwrap();
     assert!(matches!(refused(&bytes, Check::Full), Error::InvalidKey(m) if m.contains("b_g1 and b_g2")));
 }
+
+/// A file trusted by its digest, as filecoin-proofs' `parameters.json` gives it (the first
+/// 32 hex digits of the file's BLAKE2b-512): accepted when it matches, whatever its case or
+/// length of hex digits; refused, typed, when one digit, one byte of the file or one byte
+/// more differs; a digest that is not hex is a configuration error.
+#[test]
+fn a_file_trusted_by_its_digest_is_read_only_when_the_digest_matches() {
+    let (params, bytes) = bellperson_file(6);
+    let hex = |b: &[u8]| -> String {
+        let hash = blake2b_simd::Params::new().hash_length(64).hash(b);
+        hash.as_bytes().iter().map(|x| format!("{x:02x}")).collect()
+    };
+    let full = hex(&bytes);
+    let manifest = &full[..32];
+    let read = |b: &[u8], digest: &str| ProvingKey::read_digested(Cursor::new(b), Check::OnCurve, digest);
+    assert_eq!(read(&bytes, manifest).unwrap(), ProvingKey::from(&params));
+    assert!(read(&bytes, &full).is_ok() && read(&bytes, &manifest.to_uppercase()).is_ok());
+    let mut wrong = manifest.to_owned().into_bytes();
+    wrong[31] = if wrong[31] == b'0' { b'1' } else { b'0' };
+    let wrong = String::from_utf8(wrong).unwrap();
+    assert!(matches!(read(&bytes, &wrong), Err(Error::Digest { ref got, .. }) if got == manifest));
+    // Two valid points swapped (h[0] and h[1]): every check of the points passes, and only
+    // the digest tells the file is not the one described.
+    let h0 = 864 + 4 + 96 * params.vk.ic.len() + 4; // the verifying key, its ic, h's count
+    let mut swapped = bytes.clone();
+    swapped[h0..h0 + 192].rotate_left(96);
+    let silently = ProvingKey::read(Cursor::new(&swapped), Check::Full).unwrap();
+    assert_ne!(silently, ProvingKey::from(&params), "a read without a digest takes it");
+    assert!(matches!(read(&swapped, manifest), Err(Error::Digest { .. })));
+    let mut damaged = bytes.clone();
+    *damaged.last_mut().unwrap() ^= 1;
+    assert!(matches!(read(&damaged, manifest), Err(Error::Digest { .. } | Error::Decode { .. })));
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(matches!(read(&longer, manifest), Err(Error::Digest { .. })), "a byte more is another file");
+    assert!(ProvingKey::read(Cursor::new(&longer), Check::OnCurve).is_ok(), "without a digest it is read");
+    assert!(matches!(read(&bytes, "not hex"), Err(Error::Config(_))));
+}
