@@ -1,0 +1,105 @@
+//! The CUDA backend's host side driven through every path that launches kernels, for
+//! `tests/fake_cuda/run.sh`, which runs it under a fake driver without a GPU: transforms
+//! 2^0..2^12; G1 and G2 MSMs over plain and shifted bases at several sizes and windows;
+//! dense, sparse and sha256 keys placed shifted, resident (under a memory limit) and
+//! streamed (a smaller one), each proving a partition; recorded constraints resident and
+//! streamed in chunks. `TRACE_PART` picks parts: ntt, small, large (2^14 MSMs), keys. Its
+//! results are not checked (the fake runs no kernel): its log of launches and copies is the
+//! output, compared between builds.
+#[path = "../../examples/common/mod.rs"]
+mod common;
+
+use common::random_scalars;
+use common::shapes::{Chain, Shape};
+use common::timing_key::{g1_points, g2_points, timing_key};
+use pinprove::backend::cuda::CudaDevice;
+use pinprove::backend::Backend;
+use pinprove::internal::cuda::{BasesLayout, Transform};
+use pinprove::internal::{synthesize, synthesize_witness};
+use pinprove::{PartitionTimings, PinnedPool, PoolConfig, R1cs};
+
+fn part(name: &str) -> bool {
+    std::env::var("TRACE_PART").map_or(true, |p| p.split(',').any(|x| x == name))
+}
+
+fn main() {
+    let device = CudaDevice::open(0).unwrap();
+    {
+        let mut bench = pinprove::internal::cuda::Bench::new(&device).unwrap();
+        if part("ntt") {
+            for lg in 0..=12u32 {
+                for t in [Transform::Ntt, Transform::Intt, Transform::CosetNtt, Transform::CosetIntt] {
+                    println!("transform 2^{lg} {t:?}");
+                    let mut v = random_scalars(1 << lg, lg as u64);
+                    bench.transform(&mut v, t).unwrap();
+                }
+            }
+            bench.time_h2d(&random_scalars(1000, 1)).unwrap();
+        }
+        let sizes: &[usize] = if part("small") { &[1, 3, 100, 4096] } else { &[] };
+        let large: &[usize] = if part("large") { &[1 << 14] } else { &[] };
+        let g1 = g1_points(1 << 14, 1);
+        let g2 = g2_points(1 << 14, 2);
+        for layout in
+            [BasesLayout::Plain, BasesLayout::Shifted { window: None }, BasesLayout::Shifted { window: Some(10) }]
+        {
+            let b1 = bench.upload_g1_bases(&g1, layout).unwrap();
+            let b2 = bench.upload_g2_bases(&g2, layout).unwrap();
+            for &n in sizes.iter().chain(large) {
+                let s = random_scalars(n, n as u64);
+                println!("msm n={n} {layout:?}");
+                bench.msm_g1(&b1, &s, None).unwrap();
+                bench.msm_g2(&b2, &s, None).unwrap();
+                if layout == BasesLayout::Plain {
+                    for c in [2, 9, 16, 21] {
+                        bench.msm_g1(&b1, &s, Some(c)).unwrap();
+                    }
+                }
+            }
+        }
+    }
+    if !part("keys") {
+        return;
+    }
+    let pool = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
+    for (shape, lg) in [(Shape::Dense, 10), (Shape::Sparse, 12), (Shape::Sha256, 15)] {
+        let key = timing_key(shape, lg, 3);
+        let r1cs = R1cs::record(Chain::new(shape, lg, 0)).unwrap();
+        let recorded = key.clone().with_r1cs(r1cs.clone()).unwrap();
+        let circuit = Chain::new(shape, lg, 5);
+        let mut limits = vec![None];
+        {
+            device.backend(&key).unwrap();
+            let r = device.report();
+            limits.push(Some(r.backend_bytes - r.shifted_bytes / 2));
+            let resident = device.clone().with_memory_limit(r.backend_bytes - r.shifted_bytes / 2);
+            resident.backend(&key).unwrap();
+            let r = resident.report();
+            limits.push(Some(r.backend_bytes - r.key_bytes / 2));
+        }
+        for limit in limits {
+            let d = match limit {
+                Some(l) => device.clone().with_memory_limit(l),
+                None => device.clone(),
+            };
+            let mut gpu = d.backend(&key).unwrap();
+            println!("{} 2^{lg} full, limit {limit:?}: {:?}", shape.name(), d.report().key_placement);
+            let mut w = synthesize(circuit, &key, &pool).unwrap();
+            let mut t = PartitionTimings::default();
+            gpu.h(&key, &mut w, &mut t).unwrap();
+            gpu.msm(&key, &w, &mut t).unwrap();
+        }
+        let mut gpu = device.backend(&recorded).unwrap();
+        println!("{} 2^{lg} recorded", shape.name());
+        let mut w = synthesize_witness(circuit, &r1cs, &pool).unwrap();
+        let mut t = PartitionTimings::default();
+        gpu.h(&recorded, &mut w, &mut t).unwrap();
+        gpu.msm(&recorded, &w, &mut t).unwrap();
+        for entries in [4096, 1 << 16] {
+            if gpu.stream_recorded_constraints(&recorded, entries).is_ok() {
+                println!("{} 2^{lg} recorded, streamed in {entries}", shape.name());
+                gpu.h(&recorded, &mut w, &mut t).unwrap();
+            }
+        }
+    }
+}
