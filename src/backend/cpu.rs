@@ -23,6 +23,7 @@ use crate::timings::PartitionTimings;
 /// compute).
 #[derive(Debug)]
 pub struct CpuBackend {
+    key: Arc<ProvingKey>,
     pool: Arc<rayon::ThreadPool>,
     domain: Option<Domain>,
     recorded: Recorded,
@@ -38,21 +39,22 @@ struct Recorded {
 }
 
 impl CpuBackend {
-    /// A backend with a pool of its own, one thread per core.
+    /// A backend for `key` with a pool of its own, one thread per core.
     ///
     /// # Errors
     /// [`Error::Spawn`] when the pool's threads cannot be started.
-    pub fn new() -> Result<Self> {
+    pub fn new(key: Arc<ProvingKey>) -> Result<Self> {
         let pool = rayon::ThreadPoolBuilder::new()
             .thread_name(|i| format!("pinprove-cpu-{i}"))
             .build()
             .map_err(|e| Error::Spawn(std::io::Error::other(e)))?;
-        Ok(Self::with_pool(Arc::new(pool)))
+        Ok(Self::with_pool(key, Arc::new(pool)))
     }
 
-    /// A backend whose kernels run on `pool` (a prover shares its compute pool this way).
-    pub fn with_pool(pool: Arc<rayon::ThreadPool>) -> Self {
-        CpuBackend { pool, domain: None, recorded: Recorded::default() }
+    /// A backend for `key` whose kernels run on `pool` (a prover shares its compute pool this
+    /// way).
+    pub fn with_pool(key: Arc<ProvingKey>, pool: Arc<rayon::ThreadPool>) -> Self {
+        CpuBackend { key, pool, domain: None, recorded: Recorded::default() }
     }
 }
 
@@ -61,7 +63,8 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
+    fn h(&mut self, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
+        let key = Arc::clone(&self.key);
         let m = key.domain_size();
         if w.evaluated.is_none() {
             let start = Instant::now();
@@ -99,8 +102,8 @@ impl Backend for CpuBackend {
         true
     }
 
-    fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
-        let start = Instant::now();
+    fn msm(&mut self, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
+        let (key, start) = (&self.key, Instant::now());
         let (h, a, b): (&[Scalar], &[Scalar], &[Scalar]) = match &w.evaluated {
             Some(e) => (&e.abc.a, &e.a_scalars, &e.b_scalars),
             None => (&self.recorded.abc[0], &self.recorded.a_scalars, &self.recorded.b_scalars),

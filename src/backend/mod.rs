@@ -11,15 +11,17 @@ pub use crate::synth::{Evaluated, Witness};
 pub use cpu::CpuBackend;
 
 use crate::error::Result;
-use crate::groth16::ProvingKey;
 use crate::timings::PartitionTimings;
 
 /// The heavy stages of one partition, driven by one proving thread that owns the backend
 /// (for a GPU: its context, streams and device memory).
 ///
-/// The proving thread calls [`h`](Self::h) and then [`msm`](Self::msm) for the same witness,
-/// so a backend may keep h on its device between the two. Each stage adds its durations to
-/// `t`. A backend is built on its proving thread, so it need not be `Send`.
+/// A backend is made for one proving key, by the factory the prover calls on its proving
+/// thread ([`Prover::with_backends`](crate::Prover::with_backends)), and keeps what it needs
+/// of the key (a device copies the bases, the CPU backend holds the key), so a backend need
+/// not be `Send`. The proving thread calls [`h`](Self::h) and then [`msm`](Self::msm) for
+/// the same witness, so a backend may keep h on its device between the two. Each stage adds
+/// its durations to `t`.
 pub trait Backend {
     /// A short name for logs and reports.
     fn name(&self) -> &'static str;
@@ -31,7 +33,7 @@ pub trait Backend {
     /// # Errors
     /// [`Error::Backend`](crate::Error::Backend) when the partition fails;
     /// [`Error::Cuda`](crate::Error::Cuda) or a panic when the device does.
-    fn h(&mut self, key: &ProvingKey, witness: &mut Witness, t: &mut PartitionTimings) -> Result<()>;
+    fn h(&mut self, witness: &mut Witness, t: &mut PartitionTimings) -> Result<()>;
 
     /// Whether a partition this backend failed on still holds the witness as synthesis wrote
     /// it, so that another device can prove it after a [device
@@ -41,18 +43,10 @@ pub trait Backend {
         false
     }
 
-    /// Whether this backend evaluates a key's [recorded constraints](crate::R1cs) itself,
+    /// Whether this backend evaluates its key's [recorded constraints](crate::R1cs) itself,
     /// so that partitions may carry the witness alone ([`Witness::evaluated`] `None`). A
     /// prover synthesizes in full unless its key has a recording and every backend does.
     fn evaluates_recorded_constraints(&self) -> bool {
-        false
-    }
-
-    /// Whether this backend keeps its own copy of the key's bases (on its device, or pinned
-    /// for streaming), so that the key's host copy may be released
-    /// ([`Config::release_host_bases`](crate::Config::release_host_bases)); false (the
-    /// default) for one that reads the key's.
-    fn holds_bases(&self) -> bool {
         false
     }
 
@@ -61,5 +55,5 @@ pub trait Backend {
     /// # Errors
     /// [`Error::Backend`](crate::Error::Backend) when the partition fails;
     /// [`Error::Cuda`](crate::Error::Cuda) or a panic when the device does.
-    fn msm(&mut self, key: &ProvingKey, witness: &Witness, t: &mut PartitionTimings) -> Result<MsmSums>;
+    fn msm(&mut self, witness: &Witness, t: &mut PartitionTimings) -> Result<MsmSums>;
 }

@@ -36,9 +36,10 @@ pub struct VerifyingKey {
 /// of two; `l` has one point per aux variable; `a`, `b_g1`, `b_g2` hold only the variables with a
 /// nonzero A (resp. B) polynomial, inputs first, as bellperson's generator filters them.
 ///
-/// A prover whose devices all keep their own copy of the bases may release the key's host
-/// copy ([`Config::release_host_bases`](crate::Config::release_host_bases)): its
-/// [`key`](crate::Prover::key) then has empty queries and keeps their lengths.
+/// A prover gives the key to its backends when they are made (a CUDA device copies the bases
+/// to the device, the CPU backend keeps the key) and keeps only its shape (the verifying key,
+/// the counts, the recording): the caller that hands it over without keeping a clone frees
+/// the host copy of the bases once no backend holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProvingKey {
     /// The verifying key.
@@ -58,17 +59,41 @@ pub struct ProvingKey {
     /// parameter file; set by [`with_r1cs`](Self::with_r1cs), checked by
     /// [`validate`](Self::validate).
     pub r1cs: Option<Arc<R1cs>>,
-    /// The queries' lengths once their points are released (`None` while the key holds them).
-    released: Option<QueryLengths>,
 }
 
-/// The lengths of a key's queries: h, l, a and b (b_g1 and b_g2 alike).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct QueryLengths {
-    h: usize,
-    l: usize,
-    a: usize,
-    b: usize,
+/// What a prover keeps of its key on the host, the bases left to its backends: the
+/// verifying key (to assemble and verify proofs), the counts synthesis checks a circuit
+/// against and sizes its buffers by, and the recorded constraints.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyShape {
+    pub(crate) vk: VerifyingKey,
+    domain_size: usize,
+    num_aux: usize,
+    a_len: usize,
+    b_len: usize,
+    pub(crate) r1cs: Option<Arc<R1cs>>,
+}
+
+impl KeyShape {
+    pub(crate) fn num_inputs(&self) -> usize {
+        self.vk.ic.len()
+    }
+
+    pub(crate) fn num_aux(&self) -> usize {
+        self.num_aux
+    }
+
+    pub(crate) fn domain_size(&self) -> usize {
+        self.domain_size
+    }
+
+    pub(crate) fn a_len(&self) -> usize {
+        self.a_len
+    }
+
+    pub(crate) fn b_len(&self) -> usize {
+        self.b_len
+    }
 }
 
 impl ProvingKey {
@@ -81,7 +106,7 @@ impl ProvingKey {
         b_g1: Vec<G1Affine>,
         b_g2: Vec<G2Affine>,
     ) -> Self {
-        ProvingKey { vk, h, l, a, b_g1, b_g2, r1cs: None, released: None }
+        ProvingKey { vk, h, l, a, b_g1, b_g2, r1cs: None }
     }
 
     /// Public inputs, the constant one included.
@@ -91,48 +116,33 @@ impl ProvingKey {
 
     /// Auxiliary (private) variables.
     pub fn num_aux(&self) -> usize {
-        self.lengths().l
+        self.l.len()
     }
 
     /// Domain size m: constraints plus inputs, rounded up to a power of two.
     pub fn domain_size(&self) -> usize {
-        self.lengths().h + 1
+        self.h.len() + 1
     }
 
     /// Points of the A query: every input, then the aux variables A uses.
     pub fn a_len(&self) -> usize {
-        self.lengths().a
+        self.a.len()
     }
 
     /// Points of each B query: the variables B uses.
     pub fn b_len(&self) -> usize {
-        self.lengths().b
+        self.b_g1.len()
     }
 
-    /// Whether the queries' points were released (see the type's docs): only the lengths
-    /// are left, and only a backend that holds its own copy of the bases can prove with it.
-    pub fn bases_released(&self) -> bool {
-        self.released.is_some()
-    }
-
-    fn lengths(&self) -> QueryLengths {
-        self.released.unwrap_or(QueryLengths { h: self.h.len(), l: self.l.len(), a: self.a.len(), b: self.b_g1.len() })
-    }
-
-    /// This key without its queries' points: the verifying key, the recorded constraints and
-    /// the lengths.
-    pub(crate) fn without_bases(&self) -> ProvingKey {
-        let released = Some(self.lengths());
-        let vk = self.vk.clone();
-        ProvingKey {
-            vk,
-            h: vec![],
-            l: vec![],
-            a: vec![],
-            b_g1: vec![],
-            b_g2: vec![],
+    /// What a prover keeps of this key on the host.
+    pub(crate) fn shape(&self) -> KeyShape {
+        KeyShape {
+            vk: self.vk.clone(),
+            domain_size: self.domain_size(),
+            num_aux: self.num_aux(),
+            a_len: self.a_len(),
+            b_len: self.b_len(),
             r1cs: self.r1cs.clone(),
-            released,
         }
     }
 
@@ -156,11 +166,6 @@ impl ProvingKey {
     pub fn validate(&self) -> Result<()> {
         let vars = self.num_inputs() + self.num_aux();
         let fail = |reason| Err(Error::InvalidKey(reason));
-        if self.released.is_some()
-            && !(self.h.is_empty() && self.l.is_empty() && self.a.is_empty() && self.b_g2.is_empty())
-        {
-            return fail("a key whose bases were released holds points");
-        }
         if !self.domain_size().is_power_of_two() {
             return fail("h query length + 1 is not a power of two");
         }
@@ -174,7 +179,7 @@ impl ProvingKey {
         if self.a_len() > vars {
             return fail("l query is shorter than the aux variables the a query uses (or the a query is too long)");
         }
-        if self.released.is_none() && self.b_g1.len() != self.b_g2.len() {
+        if self.b_g1.len() != self.b_g2.len() {
             return fail("b_g1 and b_g2 queries differ in length");
         }
         if self.b_len() > vars {

@@ -13,6 +13,7 @@ mod prover;
 mod verifier;
 
 pub use generator::{generate_parameters, generate_random_parameters, Trapdoor};
+pub(crate) use key::KeyShape;
 pub use key::{Proof, ProvingKey, VerifyingKey, PROOF_BYTES};
 pub use params::Check;
 pub(crate) use prover::assemble;

@@ -47,13 +47,6 @@ pub struct Config {
     /// [`PartitionTimings::verify`](crate::PartitionTimings::verify)). Turn it off only when
     /// the caller verifies anyway.
     pub verify_proofs: bool,
-    /// Release the proving key's host copy of its bases once every backend holds its own
-    /// (default `false`): a CUDA device keeps them on the device, or pinned when streamed, so
-    /// a large key (47 GB at 2^27) does not occupy host memory twice. The prover's
-    /// [`key`](crate::Prover::key) then keeps the verifying key, the recorded constraints and
-    /// the queries' lengths. Without effect when a backend reads the key's bases (the CPU
-    /// backend); a caller that keeps its own `Arc` of the key keeps its copy.
-    pub release_host_bases: bool,
 }
 
 impl Default for Config {
@@ -66,7 +59,6 @@ impl Default for Config {
             pool: PoolConfig::default(),
             prewarm_partitions: None,
             verify_proofs: true,
-            release_host_bases: false,
         }
     }
 }

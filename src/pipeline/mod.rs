@@ -59,9 +59,9 @@ use self::proving::{proving_loop, ProvingContext};
 use self::synthesis::SynthesisContext;
 use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
-use crate::groth16::{prepare_verifying_key, Proof, ProvingKey};
+use crate::groth16::{prepare_verifying_key, KeyShape, Proof, ProvingKey, VerifyingKey};
 use crate::pool::PinnedPool;
-use crate::synth::{partition_bytes, witness_buffer_bytes};
+use crate::synth::{shape_partition_bytes, witness_buffer_bytes};
 use crate::timings::PartitionTimings;
 
 /// Proves circuits of one proving key: synchronous to call, pipelined inside.
@@ -137,7 +137,8 @@ use crate::timings::PartitionTimings;
 /// # Ok::<(), pinprove::Error>(())
 /// ```
 pub struct Prover {
-    key: Arc<ProvingKey>,
+    /// What it keeps of the key: its backends hold the bases.
+    shape: Arc<KeyShape>,
     pool: PinnedPool,
     synthesis: rayon::ThreadPool,
     /// `Some` until the prover ends, which closes the channel by dropping it.
@@ -178,13 +179,16 @@ impl Prover {
         config.validate()?;
         let compute = Arc::new(thread_pool("pinprove-compute", config.compute_threads)?);
         let backend = Arc::clone(&compute);
-        let factory = move |_: &ProvingKey| Ok(CpuBackend::with_pool(backend));
+        let factory = move |key: &Arc<ProvingKey>| Ok(CpuBackend::with_pool(Arc::clone(key), backend));
         Self::build(key.into(), config, PinnedPool::new(config.pool), vec![factory], compute)
     }
 
     /// A prover with one proving thread per factory (one per device), sharing one channel.
     /// Each factory runs on its own proving thread, so a backend's device context is made and
-    /// used on one thread only. Buffers come from `pool`, prewarmed here.
+    /// used on one thread only, and is given the key, of which it keeps what it needs (a
+    /// device copies the bases); the prover keeps no more than the key's shape (its verifying
+    /// key, counts and recording), so a key handed over without a clone kept is freed on the
+    /// host when no backend holds it. Buffers come from `pool`, prewarmed here.
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for a setting out of range
@@ -198,7 +202,7 @@ impl Prover {
     ) -> Result<Self>
     where
         B: Backend + 'static,
-        F: FnOnce(&ProvingKey) -> Result<B> + Send + 'static,
+        F: FnOnce(&Arc<ProvingKey>) -> Result<B> + Send + 'static,
     {
         config.validate()?;
         let compute = Arc::new(thread_pool("pinprove-compute", config.compute_threads)?);
@@ -214,21 +218,21 @@ impl Prover {
     ) -> Result<Self>
     where
         B: Backend + 'static,
-        F: FnOnce(&ProvingKey) -> Result<B> + Send + 'static,
+        F: FnOnce(&Arc<ProvingKey>) -> Result<B> + Send + 'static,
     {
         let devices = factories.len();
         let (max_in_flight, prewarm_partitions) = check_setup(&key, &config, &pool, devices)?;
+        let shape = Arc::new(key.shape());
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.queue_depth_per_device * devices);
         let retry = crossbeam_channel::unbounded::<Partition>();
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(ProverState::new(factories.len()));
         let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&key.vk)));
         let mut proving_threads = Vec::with_capacity(factories.len());
-        let (mut backend, mut all_evaluate, mut all_hold_bases) = ("", true, true);
-        let mut keys_to_use = Vec::with_capacity(factories.len());
+        let (mut backend, mut all_evaluate) = ("", true);
         for (i, factory) in factories.into_iter().enumerate() {
             let ctx = ProvingContext {
-                key: Arc::clone(&key),
+                shape: Arc::clone(&shape),
                 pvk: pvk.clone(),
                 compute: Arc::clone(&compute),
                 shared: Arc::clone(&shared),
@@ -236,34 +240,21 @@ impl Prover {
                 retry: retry.clone(),
                 stop: stopped.clone(),
             };
-            let started = spawn_proving_thread(i, factory, ctx)?;
-            proving_threads.push(started.handle);
-            keys_to_use.push(started.key);
-            // On an error the threads already started end: their keys never come (dropped with
-            // `keys_to_use`), and, once they have them, `stop` is dropped too.
-            let made = started.made.recv().unwrap_or(Err(Error::PipelineClosed))?;
+            let (handle, made) = spawn_proving_thread(i, factory, Arc::clone(&key), ctx)?;
+            proving_threads.push(handle);
+            // On an error the threads already started end once `jobs` and `stop` are dropped.
+            let made = made.recv().unwrap_or(Err(Error::PipelineClosed))?;
             backend = made.name;
             all_evaluate &= made.evaluates_recorded_constraints;
-            all_hold_bases &= made.holds_bases;
         }
-        let key = match (config.release_host_bases, all_hold_bases) {
-            (true, true) => Arc::new(key.without_bases()),
-            (true, false) => {
-                log::info!("the {backend} backend reads the key's bases: their host copy is kept");
-                key
-            }
-            (false, _) => key,
-        };
-        for key_to_use in keys_to_use {
-            let _ = key_to_use.send(Arc::clone(&key)); // a thread that ended takes none
-        }
-        let witness_only = key.r1cs.is_some() && all_evaluate;
-        if key.r1cs.is_some() && !witness_only {
+        drop(key); // the backends hold what they need of it
+        let witness_only = shape.r1cs.is_some() && all_evaluate;
+        if shape.r1cs.is_some() && !witness_only {
             log::info!(
                 "the {backend} backend does not evaluate recorded constraints: circuits are synthesized in full"
             );
         }
-        let partition = partition_bytes(&key, witness_only)?;
+        let partition = shape_partition_bytes(&shape, witness_only)?;
         if partition > pool.config().max_bytes {
             return Err(Error::Config(format!(
                 "the pool's cap (max_bytes, {} bytes) cannot hold the buffers of one partition ({partition} bytes); \
@@ -273,9 +264,9 @@ impl Prover {
                 partition.saturating_mul(max_in_flight),
             )));
         }
-        prewarm(&pool, &witness_buffer_bytes(&key, witness_only)?, partition, prewarm_partitions);
+        prewarm(&pool, &witness_buffer_bytes(&shape, witness_only)?, partition, prewarm_partitions);
         Ok(Prover {
-            key,
+            shape,
             pool,
             synthesis: thread_pool("pinprove-synth", config.synthesis_threads)?,
             jobs: Some(jobs),
@@ -353,7 +344,7 @@ impl Prover {
 
     fn synthesis_context(&self) -> SynthesisContext {
         SynthesisContext {
-            key: Arc::clone(&self.key),
+            shape: Arc::clone(&self.shape),
             pool: self.pool.clone(),
             shared: Arc::clone(&self.shared),
             jobs: self.jobs.clone().expect("the channel lives until the prover ends"),
@@ -383,9 +374,9 @@ impl Prover {
         &self.pool
     }
 
-    /// The proving key.
-    pub fn key(&self) -> &ProvingKey {
-        &self.key
+    /// The verifying key of the prover's proving key.
+    pub fn verifying_key(&self) -> &VerifyingKey {
+        &self.shape.vk
     }
 
     /// The backend's name.
@@ -495,46 +486,40 @@ fn thread_pool(name: &'static str, threads: usize) -> Result<rayon::ThreadPool> 
 struct Made {
     name: &'static str,
     evaluates_recorded_constraints: bool,
-    holds_bases: bool,
 }
 
-/// A proving thread just started.
-struct Started {
-    handle: JoinHandle<()>,
-    /// Where it waits for the key it goes on with (the whole key, or the key without its
-    /// bases) before it proves; no key (the prover failed to start) ends it.
-    key: Sender<Arc<ProvingKey>>,
-    /// Where it reports the backend its factory made, or the factory's error.
-    made: Receiver<Result<Made>>,
-}
-
-/// Starts proving thread `i`, which makes its backend with `factory`.
-fn spawn_proving_thread<B, F>(i: usize, factory: F, mut ctx: ProvingContext) -> Result<Started>
+/// Starts proving thread `i`, which makes its backend with `factory` from `key`, reports it
+/// (or the factory's error) on the returned receiver, lets go of the key and proves.
+fn spawn_proving_thread<B, F>(
+    i: usize,
+    factory: F,
+    key: Arc<ProvingKey>,
+    ctx: ProvingContext,
+) -> Result<(JoinHandle<()>, Receiver<Result<Made>>)>
 where
     B: Backend + 'static,
-    F: FnOnce(&ProvingKey) -> Result<B> + Send + 'static,
+    F: FnOnce(&Arc<ProvingKey>) -> Result<B> + Send + 'static,
 {
-    let (started, start_result) = crossbeam_channel::bounded(1);
-    let (key_to_use, use_key) = crossbeam_channel::bounded::<Arc<ProvingKey>>(1);
+    let (started, made) = crossbeam_channel::bounded(1);
     let thread = std::thread::Builder::new()
         .name(format!("pinprove-prover-{i}"))
-        .spawn(move || match factory(&ctx.key) {
-            Ok(backend) => {
-                let name = backend.name();
-                let evaluates_recorded_constraints = backend.evaluates_recorded_constraints();
-                let _ =
-                    started.send(Ok(Made { name, evaluates_recorded_constraints, holds_bases: backend.holds_bases() }));
-                if let Ok(key) = use_key.recv() {
-                    ctx.key = key;
+        .spawn(move || {
+            let backend = factory(&key);
+            drop(key);
+            match backend {
+                Ok(backend) => {
+                    let name = backend.name();
+                    let evaluates_recorded_constraints = backend.evaluates_recorded_constraints();
+                    let _ = started.send(Ok(Made { name, evaluates_recorded_constraints }));
                     proving_loop(backend, i, &ctx);
                 }
-            }
-            Err(e) => {
-                let _ = started.send(Err(e));
+                Err(e) => {
+                    let _ = started.send(Err(e));
+                }
             }
         })
         .map_err(Error::Spawn)?;
-    Ok(Started { handle: thread, key: key_to_use, made: start_result })
+    Ok((thread, made))
 }
 
 /// Allocates up to `partitions` partitions' buffers, as many as the pool's cap allows. A

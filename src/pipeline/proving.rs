@@ -16,12 +16,13 @@ use crossbeam_channel::{select, Receiver, Sender};
 use super::jobs::{Partition, ProverState, Reply};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::groth16::{assemble, verify_proof, MsmSums, PreparedVerifyingKey, ProvingKey};
+use crate::groth16::{assemble, verify_proof, KeyShape, MsmSums, PreparedVerifyingKey};
 use crate::timings::PartitionTimings;
 
 /// What every proving thread of a prover is given.
 pub(super) struct ProvingContext {
-    pub(super) key: Arc<ProvingKey>,
+    /// What the prover keeps of its key: the verifying key assembles the proofs.
+    pub(super) shape: Arc<KeyShape>,
     /// `Some` when proofs are verified before they are returned.
     pub(super) pvk: Option<Arc<PreparedVerifyingKey>>,
     pub(super) compute: Arc<rayon::ThreadPool>,
@@ -76,10 +77,10 @@ impl ProvingContext {
                 return reply.answer(Err(e));
             }
         };
-        let (key, pvk, shared) = (Arc::clone(&self.key), self.pvk.clone(), Arc::clone(&self.shared));
+        let (shape, pvk, shared) = (Arc::clone(&self.shape), self.pvk.clone(), Arc::clone(&self.shared));
         self.compute.spawn(move || {
             let start = Instant::now();
-            let proof = assemble(&key.vk, &sums, r, s);
+            let proof = assemble(&shape.vk, &sums, r, s);
             t.assemble = start.elapsed();
             let verdict = pvk.map(|pvk| {
                 let start = Instant::now();
@@ -89,7 +90,7 @@ impl ProvingContext {
             });
             let answer = match verdict {
                 None | Some(Ok(true)) => Ok(proof), // unchecked when verification is off
-                Some(Ok(false)) => Err(Error::ProofInvalid { job: t.job, recorded: key.r1cs.is_some() }),
+                Some(Ok(false)) => Err(Error::ProofInvalid { job: t.job, recorded: shape.r1cs.is_some() }),
                 Some(Err(e)) => Err(e),
             };
             shared.timings.lock().push(t);
@@ -166,8 +167,8 @@ pub(super) fn proving_loop<B: Backend>(mut backend: B, device: usize, ctx: &Prov
         t.queue_wait = start - sent_at;
         t.input_wait = start - idle_since;
         let result = catch_unwind(AssertUnwindSafe(|| -> Result<MsmSums> {
-            backend.h(&ctx.key, &mut witness, &mut t)?;
-            backend.msm(&ctx.key, &witness, &mut t)
+            backend.h(&mut witness, &mut t)?;
+            backend.msm(&witness, &mut t)
         }))
         .unwrap_or_else(|panic| Err(Error::BackendPanicked(Error::panic_message(panic))));
         let next = after_fault(&result, backend.leaves_witness_intact(), device_faults, shared);

@@ -12,14 +12,14 @@ use crossbeam_channel::{SendError, Sender};
 
 use super::jobs::{Partition, ProverState, Reply};
 use crate::error::Error;
-use crate::groth16::ProvingKey;
+use crate::groth16::KeyShape;
 use crate::pool::PinnedPool;
-use crate::synth::{synthesize, synthesize_witness};
+use crate::synth::{synthesize_into, synthesize_witness};
 use crate::timings::PartitionTimings;
 
 /// What a synthesis task needs, cloned per job.
 pub(super) struct SynthesisContext {
-    pub(super) key: Arc<ProvingKey>,
+    pub(super) shape: Arc<KeyShape>,
     pub(super) pool: PinnedPool,
     pub(super) shared: Arc<ProverState>,
     pub(super) jobs: Sender<Partition>,
@@ -35,9 +35,9 @@ impl SynthesisContext {
         }
         let start = Instant::now();
         let synthesis_worker = rayon::current_thread_index().unwrap_or(0);
-        let synthesized = catch_unwind(AssertUnwindSafe(|| match (&self.key.r1cs, self.witness_only) {
+        let synthesized = catch_unwind(AssertUnwindSafe(|| match (&self.shape.r1cs, self.witness_only) {
             (Some(r1cs), true) => synthesize_witness(circuit, r1cs, &self.pool),
-            _ => synthesize(circuit, &self.key, &self.pool),
+            _ => synthesize_into(circuit, &self.shape, &self.pool),
         }));
         let witness = match synthesized {
             Ok(Ok(witness)) => witness,

@@ -228,7 +228,7 @@ impl Z<'_> {
 /// let prover = Prover::new(key, Config { synthesis_threads: 2, ..Config::default() })?;
 /// // Synthesis now computes the witness only; the backend evaluates the constraints.
 /// let proof = prover.prove(vec![Square(Scalar::from(3))])?.remove(0)?;
-/// let pvk = prepare_verifying_key(&prover.key().vk);
+/// let pvk = prepare_verifying_key(prover.verifying_key());
 /// assert!(verify_proof(&pvk, &proof, &[Scalar::from(9)])?);
 /// prover.shutdown();
 /// # Ok::<(), pinprove::Error>(())

@@ -30,7 +30,7 @@ mod witness_only;
 
 pub use self::witness_only::synthesize_witness;
 use crate::error::{Error, Result};
-use crate::groth16::ProvingKey;
+use crate::groth16::{KeyShape, ProvingKey};
 use crate::pool::PinnedPool;
 use crate::pool::{PinnedAbcBuffers, PinnedVec};
 
@@ -171,7 +171,7 @@ impl Witness {
 ///
 /// # Errors
 /// [`Error::Config`] when the sizes overflow `usize` (no host could hold them).
-pub(crate) fn witness_buffer_bytes(key: &ProvingKey, witness_only: bool) -> Result<Vec<usize>> {
+pub(crate) fn witness_buffer_bytes(key: &KeyShape, witness_only: bool) -> Result<Vec<usize>> {
     let m = key.domain_size();
     let scalars = match witness_only {
         true => vec![key.num_aux()],
@@ -193,6 +193,11 @@ pub(crate) fn witness_buffer_bytes(key: &ProvingKey, witness_only: bool) -> Resu
 /// # Errors
 /// [`Error::Config`] when the sizes overflow `usize`.
 pub fn partition_bytes(key: &ProvingKey, witness_only: bool) -> Result<usize> {
+    shape_partition_bytes(&key.shape(), witness_only)
+}
+
+/// [`partition_bytes`] of a prover's key shape.
+pub(crate) fn shape_partition_bytes(key: &KeyShape, witness_only: bool) -> Result<usize> {
     witness_buffer_bytes(key, witness_only)?
         .iter()
         .try_fold(0usize, |sum, b| sum.checked_add((*b).max(1)))
@@ -208,6 +213,11 @@ pub fn partition_bytes(key: &ProvingKey, witness_only: bool) -> Result<usize> {
 /// when the circuit fails; [`Error::NoConstraints`] for an empty circuit; [`Error::Shape`] when
 /// the circuit does not match the key. The buffers are back in the pool when an error returns.
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C, key: &ProvingKey, pool: &PinnedPool) -> Result<Witness> {
+    synthesize_into(circuit, &key.shape(), pool)
+}
+
+/// [`synthesize`] against a prover's key shape.
+pub(crate) fn synthesize_into<C: Circuit<Scalar>>(circuit: C, key: &KeyShape, pool: &PinnedPool) -> Result<Witness> {
     let m = key.domain_size();
     let [a, b, c, aux, a_scalars, b_scalars] = <[usize; 6]>::try_from(witness_buffer_bytes(key, false)?)
         .map(|bytes| pool.checkout_many(bytes))
@@ -258,7 +268,7 @@ struct WitnessCs {
 }
 
 impl WitnessCs {
-    fn check_against(&self, key: &ProvingKey) -> Result<()> {
+    fn check_against(&self, key: &KeyShape) -> Result<()> {
         let constraints = self.abc[0].len() + self.extra_constraints;
         if constraints == 0 {
             return Err(Error::NoConstraints);

@@ -283,23 +283,23 @@ fn gpu_h_and_msm_sums_equal_the_cpu_for_real_circuits() {
     let device = CudaDevice::open(0).unwrap();
     let pinned = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
     let heap = PinnedPool::new(PoolConfig::default());
-    let mut cpu = CpuBackend::new().unwrap();
     for lg in [10, 14, 16] {
         let key = key(lg);
+        let mut cpu = CpuBackend::new(std::sync::Arc::new(key.clone())).unwrap();
         let mut gpu = device.backend(&key).unwrap();
         let mut on_gpu = synthesize(chain(lg, 5), &key, &pinned).unwrap();
         let mut on_cpu = synthesize(chain(lg, 5), &key, &heap).unwrap();
         assert!(on_gpu.is_pinned() && !on_cpu.is_pinned());
         let mut t = PartitionTimings::default();
-        gpu.h(&key, &mut on_gpu, &mut t).unwrap();
-        cpu.h(&key, &mut on_cpu, &mut PartitionTimings::default()).unwrap();
+        gpu.h(&mut on_gpu, &mut t).unwrap();
+        cpu.h(&mut on_cpu, &mut PartitionTimings::default()).unwrap();
         let m = key.domain_size();
         let mut h = vec![Scalar::ZERO; m - 1];
         gpu.download_h(&mut h).unwrap();
         let on_cpu_h = &on_cpu.evaluated.as_ref().expect("synthesized in full").abc.a[..m - 1];
         assert!(h == on_cpu_h, "h differs at 2^{lg}");
-        let sums = gpu.msm(&key, &on_gpu, &mut t).unwrap();
-        let expected = cpu.msm(&key, &on_cpu, &mut PartitionTimings::default()).unwrap();
+        let sums = gpu.msm(&on_gpu, &mut t).unwrap();
+        let expected = cpu.msm(&on_cpu, &mut PartitionTimings::default()).unwrap();
         assert_eq!(sums, expected, "MSM sums differ at 2^{lg}");
         assert!(t.h2d > std::time::Duration::ZERO && t.ntt == t.ntt_steps.total() && t.msm == t.msm_steps.total());
         assert!(t.device_end > t.device_start, "{t:?}");
@@ -321,7 +321,7 @@ fn gpu_pipeline_proofs_equal_cpu_proofs_and_verify() {
     let cpu = Prover::new(key, config).unwrap();
     let on_gpu = gpu.prove_with_randomness(jobs()).unwrap();
     let on_cpu = cpu.prove_with_randomness(jobs()).unwrap();
-    let bp_pvk = bp::prepare_verifying_key(&bp::VerifyingKey::from(&gpu.key().vk));
+    let bp_pvk = bp::prepare_verifying_key(&bp::VerifyingKey::from(gpu.verifying_key()));
     for (i, (g, c)) in on_gpu.into_iter().zip(on_cpu).enumerate() {
         let g = g.unwrap();
         assert_eq!(g, c.unwrap(), "job {i}: GPU proof differs from the CPU proof");
@@ -347,8 +347,7 @@ fn a_faulting_gpu_leaves_service_and_another_proves_its_partitions_bit_for_bit()
     // Two backends on the device; the second faults on its 2nd partition.
     let make = {
         let device = device.clone();
-        let key = key.clone();
-        move || device.backend(&key)
+        move |key: &std::sync::Arc<pinprove::ProvingKey>| device.backend(key)
     };
     let factories = faulty_devices(make, &[(None, false), (Some(2), false)], &proved);
     let gpu = Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), factories).unwrap();
@@ -531,10 +530,10 @@ fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() 
     let device = CudaDevice::open(0).unwrap();
     let pinned = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
     let heap = PinnedPool::new(PoolConfig::default());
-    let mut cpu = CpuBackend::new().unwrap();
     let mut failures = vec![];
     for (shape, lg) in [(Shape::Dense, 10), (Shape::Sparse, 12), (Shape::Sha256, 15), (Shape::Sha256, 17)] {
         let key = timing_key(shape, lg, 3);
+        let mut cpu = CpuBackend::new(std::sync::Arc::new(key.clone())).unwrap();
         let r1cs = R1cs::record(Chain::new(shape, lg, 0)).unwrap();
         let recorded = key.clone().with_r1cs(r1cs.clone()).unwrap();
         let mut gpu = device.backend(&recorded).unwrap();
@@ -544,8 +543,8 @@ fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() 
         let circuit = Chain::new(shape, lg, 5);
         let mut witness = synthesize_witness(circuit, &r1cs, &pinned).unwrap();
         let mut full = synthesize(circuit, &key, &heap).unwrap();
-        cpu.h(&key, &mut full, &mut PartitionTimings::default()).unwrap();
-        let cpu_sums = cpu.msm(&key, &full, &mut PartitionTimings::default()).unwrap();
+        cpu.h(&mut full, &mut PartitionTimings::default()).unwrap();
+        let cpu_sums = cpu.msm(&full, &mut PartitionTimings::default()).unwrap();
         let m = key.domain_size();
         let cpu_h = &full.evaluated.as_ref().expect("synthesized in full").abc.a[..m - 1];
         let mut streamed = 0;
@@ -564,14 +563,14 @@ fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() 
                 None => {}
             }
             let mut t = PartitionTimings::default();
-            gpu.h(&recorded, &mut witness, &mut t).unwrap();
+            gpu.h(&mut witness, &mut t).unwrap();
             let mut h = vec![Scalar::ZERO; m - 1];
             gpu.download_h(&mut h).unwrap();
             if h != cpu_h {
                 failures.push(format!("{name}: h differs"));
             }
             // The gathers, which read no matrix, are the same streamed or not.
-            if entries.is_none() && gpu.msm(&recorded, &witness, &mut t).unwrap() != cpu_sums {
+            if entries.is_none() && gpu.msm(&witness, &mut t).unwrap() != cpu_sums {
                 failures.push(format!("{name}: MSM sums differ"));
             }
             println!("{name}: products and gathers {:?}, h2d {:?}", t.constraints, t.h2d);
@@ -616,15 +615,18 @@ fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
     prover.shutdown();
 }
 
-/// A GPU prover that released the key's host copy of its bases (the device holds them)
-/// proves what the CPU backend proves, bit for bit with fixed r, s.
+/// A GPU prover holds nothing of the host's key (its backend copied the bases to the device;
+/// the prover keeps the key's shape), and proves what the CPU backend proves, bit for bit
+/// with fixed r, s.
 #[test]
 #[ignore = "needs a CUDA device"]
-fn a_gpu_prover_without_the_keys_host_bases_proves_the_cpus_proofs() {
-    let key = key(10);
-    let config = Config { synthesis_threads: 2, release_host_bases: true, ..Config::default() };
-    let gpu = cuda_prover(key.clone(), config);
-    assert!(gpu.key().bases_released() && gpu.key().h.is_empty(), "the host copy is released");
+fn a_gpu_prover_holds_no_host_key_and_proves_the_cpus_proofs() {
+    let key = std::sync::Arc::new(key(10));
+    let config = Config { synthesis_threads: 2, ..Config::default() };
+    let device = CudaDevice::open(0).unwrap();
+    let pool = device.pinned_pool(config.pool);
+    let gpu = Prover::with_backends(std::sync::Arc::clone(&key), config, pool, vec![device.backend_factory()]).unwrap();
+    assert_eq!(std::sync::Arc::strong_count(&key), 1, "neither the prover nor its backend holds the host key");
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(41);
     let jobs: Vec<_> = (1..5).map(|x0| (chain(10, x0), Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
     let cpu = Prover::new(key, Config { synthesis_threads: 2, ..Config::default() }).unwrap();

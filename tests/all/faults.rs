@@ -18,7 +18,7 @@ use pinprove::{Config, Error, HeapAllocator, HostAllocator, PartitionTimings, Pi
 use rand::{Rng, SeedableRng};
 
 use crate::circuits::Faulty;
-use crate::support::{assert_balanced, chain, config, eventually_balanced, faulty_devices, key, partition_bytes};
+use crate::support::{assert_balanced, chain, config, cpu, eventually_balanced, faulty_devices, key, partition_bytes};
 
 fn setup(lg_m: u32) -> (ProvingKey, PreparedVerifyingKey) {
     let key = key(lg_m);
@@ -89,24 +89,24 @@ impl Backend for FaultyBackend {
     fn leaves_witness_intact(&self) -> bool {
         self.intact
     }
-    fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
+    fn h(&mut self, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
         if self.errors.contains(&t.job) {
             return Err(Error::Backend(format!("injected device fault at job {}", t.job)));
         }
         assert!(!self.panics.contains(&t.job), "injected backend panic");
-        self.inner.h(key, w, t)
+        self.inner.h(w, t)
     }
-    fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
-        self.inner.msm(key, w, t)
+    fn msm(&mut self, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
+        self.inner.msm(w, t)
     }
 }
 
 fn faulty(
     errors: &[u64],
     panics: &[u64],
-) -> impl FnOnce(&ProvingKey) -> pinprove::Result<FaultyBackend> + Send + 'static {
+) -> impl FnOnce(&Arc<ProvingKey>) -> pinprove::Result<FaultyBackend> + Send + 'static {
     let (errors, panics) = (errors.iter().copied().collect(), panics.iter().copied().collect());
-    move |_| Ok(FaultyBackend { inner: CpuBackend::new()?, errors, panics, intact: false })
+    move |key| Ok(FaultyBackend { inner: CpuBackend::new(Arc::clone(key))?, errors, panics, intact: false })
 }
 
 #[test]
@@ -115,8 +115,7 @@ fn a_failing_device_leaves_service_and_the_others_prove_its_jobs_once() {
     quiet_injected_panics();
     let proved = Arc::default();
     // Four devices: one faults (driver error) on its 2nd partition, one panics on its 3rd.
-    let factories =
-        faulty_devices(CpuBackend::new, &[(None, false), (Some(2), false), (None, false), (Some(3), true)], &proved);
+    let factories = faulty_devices(cpu, &[(None, false), (Some(2), false), (None, false), (Some(3), true)], &proved);
     let prover = Prover::with_backends(key, config(3, 2), PinnedPool::new(PoolConfig::default()), factories).unwrap();
     let mut devices_used = BTreeSet::new();
     for batch in 0..3u64 {
@@ -143,7 +142,7 @@ fn when_the_last_device_fails_its_job_gets_the_fault_and_the_rest_are_closed() {
     let (key, pvk) = setup(5);
     let proved = Arc::default();
     let pool = PinnedPool::new(PoolConfig::default());
-    let factories = faulty_devices(CpuBackend::new, &[(Some(2), false)], &proved);
+    let factories = faulty_devices(cpu, &[(Some(2), false)], &proved);
     let prover = Prover::with_backends(key, config(1, 0), pool.clone(), factories).unwrap();
     let results = prover.prove((0..5).map(|x| chain(5, x)).collect()).unwrap();
     assert!(verify_proof(&pvk, results[0].as_ref().unwrap(), &chain(5, 0).public_inputs()).unwrap());
@@ -162,7 +161,7 @@ fn pinned_allocation_failures_fall_back_and_every_job_proves() {
     // Every third allocation fails: prewarm stops early, later checkouts fall back.
     let alloc = FailingAllocator { calls: Arc::default(), fail: |k| k % 3 == 0 };
     let pool = PinnedPool::with_allocator(PoolConfig::default(), alloc);
-    let prover = Prover::with_backends(key, config(2, 2), pool, vec![|_: &ProvingKey| CpuBackend::new()]).unwrap();
+    let prover = Prover::with_backends(key, config(2, 2), pool, vec![cpu]).unwrap();
     assert_eq!(prover.pool().stats().allocations, 2, "prewarm stopped at the 3rd allocation");
     for batch in 0..3 {
         assert_proves(&prover, &pvk, 6, batch * 20..batch * 20 + 20);
@@ -223,9 +222,9 @@ fn a_partition_that_faults_on_every_device_retires_at_most_one() {
     let (key, pvk) = setup(5);
     quiet_injected_panics();
     let device = || {
-        move |_: &ProvingKey| {
+        move |key: &Arc<ProvingKey>| {
             let (errors, panics) = (BTreeSet::new(), BTreeSet::from([3]));
-            Ok(FaultyBackend { inner: CpuBackend::new()?, errors, panics, intact: true })
+            Ok(FaultyBackend { inner: CpuBackend::new(Arc::clone(key))?, errors, panics, intact: true })
         }
     };
     let prover = Prover::with_backends(
@@ -267,8 +266,7 @@ fn a_slow_circuit_delays_only_itself() {
 fn dropping_a_prover_mid_batch_answers_every_job_and_returns_every_buffer() {
     let (key, _) = setup(8);
     let pool = PinnedPool::new(PoolConfig::default());
-    let prover =
-        Prover::with_backends(key, config(2, 2), pool.clone(), vec![|_: &ProvingKey| CpuBackend::new()]).unwrap();
+    let prover = Prover::with_backends(key, config(2, 2), pool.clone(), vec![cpu]).unwrap();
     let pending: Vec<_> = (0..40).map(|i| prover.submit(chain(8, i), Scalar::ONE, Scalar::ONE)).collect();
     let mut pending = pending.into_iter();
     pending.next().unwrap().wait().unwrap(); // the pipeline is running
@@ -331,7 +329,7 @@ fn soak_thousands_of_partitions_with_random_faults() {
     let pool = PinnedPool::with_allocator(PoolConfig::default(), alloc);
     let prover =
         Prover::with_backends(key, config(threads, depth), pool.clone(), vec![faulty(&backend_errors, &[])]).unwrap();
-    let bound_bytes = prover.max_in_flight() * partition_bytes(prover.key());
+    let bound_bytes = prover.max_in_flight() * prover.partition_bytes();
     let mut counts = [0usize; 4]; // proved, circuit errors, circuit panics, backend errors
     for batch in 0..BATCHES {
         pool.shrink(usize::MAX / 2 * (batch % 2) as usize); // every other batch starts cold

@@ -1,6 +1,7 @@
 //! The Prover's pipeline: the throttle's bound, failure isolation, no deadlock, no lost buffer,
 //! steady state after prewarm, timings.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
@@ -25,12 +26,12 @@ impl Backend for Gated {
     fn name(&self) -> &'static str {
         "gated-cpu"
     }
-    fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
+    fn h(&mut self, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
         self.gate.recv().map_err(|_| Error::Backend("gate closed".into()))?;
-        self.inner.h(key, w, t)
+        self.inner.h(w, t)
     }
-    fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
-        self.inner.msm(key, w, t)
+    fn msm(&mut self, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
+        self.inner.msm(w, t)
     }
 }
 
@@ -44,7 +45,7 @@ fn the_channel_bounds_partitions_in_flight_with_one_and_three_devices() {
         let factories: Vec<_> = (0..devices)
             .map(|_| {
                 let gate = gate.clone();
-                move |_: &ProvingKey| Ok(Gated { inner: CpuBackend::new()?, gate })
+                move |key: &Arc<ProvingKey>| Ok(Gated { inner: CpuBackend::new(Arc::clone(key))?, gate })
             })
             .collect();
         let prover =
@@ -64,7 +65,7 @@ fn the_channel_bounds_partitions_in_flight_with_one_and_three_devices() {
         for _ in 0..jobs {
             open.send(()).unwrap();
         }
-        let pvk = prepare_verifying_key(&prover.key().vk);
+        let pvk = prepare_verifying_key(prover.verifying_key());
         for (i, p) in pending.into_iter().enumerate() {
             let proof = p.wait().unwrap();
             assert!(verify_proof(&pvk, &proof, &chain(6, i as u64).public_inputs()).unwrap());
@@ -83,7 +84,7 @@ fn the_channel_bounds_partitions_in_flight_with_one_and_three_devices() {
 #[test]
 fn failing_and_panicking_circuits_answer_their_own_jobs_and_the_rest_prove() {
     let prover = Prover::new(key(6), config(2, 1)).unwrap();
-    let pvk = prepare_verifying_key(&prover.key().vk);
+    let pvk = prepare_verifying_key(prover.verifying_key());
     let batch: Vec<Faulty> = (0..9)
         .map(|i| match i % 3 {
             0 => Faulty::Good(chain(6, i)),
@@ -141,7 +142,7 @@ fn bad_configuration_is_refused() {
     let mut bad = key(4);
     bad.h.pop();
     assert!(matches!(Prover::new(bad, config(1, 1)), Err(Error::InvalidKey(_))));
-    let failing = |_: &ProvingKey| -> pinprove::Result<CpuBackend> { Err(Error::Backend("no device".into())) };
+    let failing = |_: &Arc<ProvingKey>| -> pinprove::Result<CpuBackend> { Err(Error::Backend("no device".into())) };
     let r = Prover::with_backends(key(4), config(1, 1), PinnedPool::new(PoolConfig::default()), vec![failing]);
     assert!(matches!(r, Err(Error::Backend(m)) if m == "no device"));
 }
@@ -207,7 +208,7 @@ fn prove_from_every_worker_of_the_global_pool_finishes_on_1_2_and_8_threads() {
 #[ignore = "run in a child process (with RAYON_NUM_THREADS set) by the test above"]
 fn child_prove_from_every_global_pool_worker() {
     let prover = Prover::new(key(8), config(2, 1)).unwrap();
-    let pvk = prepare_verifying_key(&prover.key().vk);
+    let pvk = prepare_verifying_key(prover.verifying_key());
     // Every global worker is blocked in `prove` at once: none is left for the prover.
     let proofs = rayon::broadcast(|ctx| {
         let x0 = ctx.index() as u64;
@@ -332,7 +333,7 @@ fn dropping_a_prover_is_an_abort() {
 #[test]
 fn shutdown_finishes_every_submitted_job() {
     let prover = Prover::new(key(6), config(2, 1)).unwrap();
-    let pvk = prepare_verifying_key(&prover.key().vk);
+    let pvk = prepare_verifying_key(prover.verifying_key());
     let pool = prover.pool().clone();
     let pending: Vec<_> = (0..10).map(|i| prover.submit(chain(6, i), Scalar::ONE, Scalar::ONE)).collect();
     prover.shutdown();
@@ -352,7 +353,7 @@ fn try_wait_and_wait_timeout_do_not_block() {
     let pending = pending.wait_timeout(Duration::from_millis(20)).expect_err("still not proved");
     open.send(()).unwrap();
     let proof = pending.wait_timeout(Duration::from_secs(60)).expect("proved within a minute").unwrap();
-    let pvk = prepare_verifying_key(&prover.key().vk);
+    let pvk = prepare_verifying_key(prover.verifying_key());
     assert!(verify_proof(&pvk, &proof, &chain(6, 3).public_inputs()).unwrap());
 }
 
@@ -371,7 +372,7 @@ impl bellpepper_core::Circuit<Scalar> for Borrowed<'_> {
 #[test]
 fn circuits_may_borrow_their_data() {
     let prover = Prover::new(key(6), config(2, 1)).unwrap();
-    let pvk = prepare_verifying_key(&prover.key().vk);
+    let pvk = prepare_verifying_key(prover.verifying_key());
     let chains: Vec<MimcChain> = (0..4).map(|i| chain(6, i)).collect();
     let results = prover.prove(chains.iter().map(Borrowed).collect()).unwrap();
     for (c, r) in chains.iter().zip(results) {
@@ -412,16 +413,16 @@ fn the_proving_thread_is_named_for_what_it_is() {
         fn name(&self) -> &'static str {
             "cpu"
         }
-        fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
+        fn h(&mut self, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
             let _ = self.1.send(std::thread::current().name().unwrap_or("").to_owned());
-            self.0.h(key, w, t)
+            self.0.h(w, t)
         }
-        fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
-            self.0.msm(key, w, t)
+        fn msm(&mut self, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
+            self.0.msm(w, t)
         }
     }
     let (names, name) = crossbeam_channel::unbounded();
-    let factory = move |_: &ProvingKey| Ok(Named(CpuBackend::new()?, names));
+    let factory = move |key: &Arc<ProvingKey>| Ok(Named(CpuBackend::new(Arc::clone(key))?, names));
     let prover =
         Prover::with_backends(key(5), config(1, 1), PinnedPool::new(PoolConfig::default()), vec![factory]).unwrap();
     assert!(prover.prove(vec![chain(5, 1)]).unwrap()[0].is_ok());

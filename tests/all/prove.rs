@@ -154,72 +154,68 @@ fn h_equals_bellperson_quotient() {
     assert_eq!(a, ea.into_coeffs());
 }
 
-/// The CPU backend over its own copy of the key, as a device keeps the bases: a prover of such
-/// backends may release the key's host copy.
-struct OwnBases {
-    key: ProvingKey,
-    cpu: pinprove::backend::CpuBackend,
-}
+/// The CPU backend over a copy of the key it makes, as a device copies the bases to itself:
+/// it holds nothing of the key it was given.
+struct OwnCopy(pinprove::backend::CpuBackend);
 
-impl pinprove::backend::Backend for OwnBases {
+impl pinprove::backend::Backend for OwnCopy {
     fn name(&self) -> &'static str {
-        "cpu over its own bases"
-    }
-
-    fn holds_bases(&self) -> bool {
-        true
+        "cpu over its own copy"
     }
 
     fn evaluates_recorded_constraints(&self) -> bool {
         true
     }
 
-    fn h(
-        &mut self,
-        _: &ProvingKey,
-        w: &mut pinprove::backend::Witness,
-        t: &mut pinprove::PartitionTimings,
-    ) -> pinprove::Result<()> {
-        self.cpu.h(&self.key, w, t)
+    fn h(&mut self, w: &mut pinprove::backend::Witness, t: &mut pinprove::PartitionTimings) -> pinprove::Result<()> {
+        self.0.h(w, t)
     }
 
     fn msm(
         &mut self,
-        _: &ProvingKey,
         w: &pinprove::backend::Witness,
         t: &mut pinprove::PartitionTimings,
     ) -> pinprove::Result<pinprove::backend::MsmSums> {
-        self.cpu.msm(&self.key, w, t)
+        self.0.msm(w, t)
     }
 }
 
+/// The key travels one way: a prover gives it to its backends' factories and keeps only its
+/// shape, so a key handed over is held by the backends alone (the CPU backend holds it;
+/// one that copies what it needs, as a device does, holds none of it), and the proofs are
+/// bellperson's, bit for bit, either way.
 #[test]
-fn a_prover_whose_backends_hold_the_bases_releases_the_keys_and_proves_the_same() {
+fn a_prover_keeps_no_key_of_its_own_and_proves_the_same() {
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     let circuit =
         MimcChain { x0: Scalar::from(11), constants: MimcChain::constants(40), public_output: true, unused: 3 };
     let params = bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
     let key = ProvingKey::from(&params).with_r1cs(pinprove::R1cs::record(circuit.clone()).unwrap()).unwrap();
-    let config = Config { synthesis_threads: 2, release_host_bases: true, ..Config::default() };
-    let own = |k: &ProvingKey| Ok(OwnBases { key: k.clone(), cpu: pinprove::backend::CpuBackend::new()? });
+    let key = std::sync::Arc::new(key);
+    let config = Config { synthesis_threads: 2, ..Config::default() };
+    let own = |k: &std::sync::Arc<ProvingKey>| {
+        let copy = std::sync::Arc::new(ProvingKey::clone(k));
+        Ok(OwnCopy(pinprove::backend::CpuBackend::new(copy)?))
+    };
     let pool = pinprove::PinnedPool::new(config.pool);
-    let released = Prover::with_backends(key.clone(), config, pool, vec![own]).unwrap();
-    let held = released.key();
-    assert!(held.bases_released() && held.h.is_empty() && held.l.is_empty() && held.b_g2.is_empty());
-    assert_eq!(
-        (held.domain_size(), held.num_aux(), held.a_len(), held.b_len()),
-        (key.domain_size(), key.num_aux(), key.a_len(), key.b_len())
-    );
-    assert!(released.is_witness_only() && held.r1cs.is_some(), "the recording stays");
+    let copying = Prover::with_backends(std::sync::Arc::clone(&key), config, pool, vec![own]).unwrap();
+    assert_eq!(std::sync::Arc::strong_count(&key), 1, "neither the prover nor its backend holds the key");
+    assert!(copying.is_witness_only(), "the recording stays with the prover");
+    assert_eq!(copying.verifying_key(), &key.vk);
     let jobs: Vec<_> =
         (1..4).map(|x0| (with_x0(&circuit, x0), Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
-    for ((c, r, s), proof) in jobs.clone().into_iter().zip(released.prove_with_randomness(jobs).unwrap()) {
-        let theirs = Proof::from(&bp::create_proof::<Bls12, _, _>(c, &params, r, s).unwrap());
-        assert_eq!(proof.unwrap(), theirs, "a prover without the key's bases proves bellperson's proof");
+    let cpu = Prover::new(std::sync::Arc::clone(&key), config).unwrap();
+    assert_eq!(std::sync::Arc::strong_count(&key), 2, "the CPU backend holds the key, the prover does not");
+    let theirs: Vec<Proof> = jobs
+        .iter()
+        .map(|(c, r, s)| Proof::from(&bp::create_proof::<Bls12, _, _>(c.clone(), &params, *r, *s).unwrap()))
+        .collect();
+    for prover in [&copying, &cpu] {
+        for (proof, theirs) in prover.prove_with_randomness(jobs.clone()).unwrap().into_iter().zip(&theirs) {
+            assert_eq!(&proof.unwrap(), theirs, "{}: bellperson's proof", prover.backend());
+        }
     }
-    released.shutdown();
-    // The CPU backend reads the key's bases: they are kept.
-    let cpu = Prover::new(key, config).unwrap();
-    assert!(!cpu.key().bases_released() && !cpu.key().h.is_empty());
+    copying.shutdown();
     cpu.shutdown();
+    assert_eq!(std::sync::Arc::strong_count(&key), 1, "the backends let go of the key");
 }

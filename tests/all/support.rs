@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use pinprove::backend::Backend;
 use pinprove::backend::MsmSums;
 use pinprove::backend::Witness;
+use pinprove::backend::{Backend, CpuBackend};
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolStats};
 
 use crate::circuits::MimcChain;
@@ -25,6 +25,11 @@ pub(crate) fn key(lg_m: u32) -> ProvingKey {
 /// Default settings with the given synthesis threads and queue depth.
 pub(crate) fn config(threads: usize, depth: usize) -> Config {
     Config { synthesis_threads: threads, queue_depth_per_device: depth, ..Config::default() }
+}
+
+/// A CPU backend for `key`, as a factory of `Prover::with_backends`.
+pub(crate) fn cpu(key: &Arc<ProvingKey>) -> pinprove::Result<CpuBackend> {
+    CpuBackend::new(Arc::clone(key))
 }
 
 /// Bytes of the pool buffers one partition of `key` holds (a zero-length buffer takes 1 byte).
@@ -70,9 +75,9 @@ impl<B: Backend> Backend for FaultyDevice<B> {
     fn leaves_witness_intact(&self) -> bool {
         true // it faults before its inner backend runs
     }
-    fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
+    fn h(&mut self, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
         if self.faulted.lock().contains(&t.job) {
-            return self.inner.h(key, w, t);
+            return self.inner.h(w, t);
         }
         self.seen += 1;
         if self.fault_at == Some(self.seen) {
@@ -80,16 +85,16 @@ impl<B: Backend> Backend for FaultyDevice<B> {
             assert!(!self.panic, "injected backend panic");
             return Err(Error::Cuda { code: 700, msg: "injected illegal address".into() });
         }
-        self.inner.h(key, w, t)
+        self.inner.h(w, t)
     }
-    fn msm(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
-        let sums = self.inner.msm(key, w, t)?;
+    fn msm(&mut self, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
+        let sums = self.inner.msm(w, t)?;
         self.proved.lock().push(t.job);
         Ok(sums)
     }
 }
 
-pub(crate) type DeviceFactory<B> = Box<dyn FnOnce(&ProvingKey) -> pinprove::Result<FaultyDevice<B>> + Send>;
+pub(crate) type DeviceFactory<B> = Box<dyn FnOnce(&Arc<ProvingKey>) -> pinprove::Result<FaultyDevice<B>> + Send>;
 
 /// One factory per `(fault_at, panic)`, each wrapping a backend `make` builds.
 pub(crate) fn faulty_devices<B, F>(
@@ -99,15 +104,15 @@ pub(crate) fn faulty_devices<B, F>(
 ) -> Vec<DeviceFactory<B>>
 where
     B: Backend + 'static,
-    F: Fn() -> pinprove::Result<B> + Clone + Send + 'static,
+    F: Fn(&Arc<ProvingKey>) -> pinprove::Result<B> + Clone + Send + 'static,
 {
     let faulted = Arc::new(Mutex::new(Vec::new()));
     faults
         .iter()
         .map(|&(fault_at, panic)| {
             let (proved, faulted, make) = (Arc::clone(proved), Arc::clone(&faulted), make.clone());
-            Box::new(move |_: &ProvingKey| {
-                Ok(FaultyDevice { inner: make()?, seen: 0, fault_at, panic, proved, faulted })
+            Box::new(move |key: &Arc<ProvingKey>| {
+                Ok(FaultyDevice { inner: make(key)?, seen: 0, fault_at, panic, proved, faulted })
             }) as DeviceFactory<B>
         })
         .collect()

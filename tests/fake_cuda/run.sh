@@ -17,6 +17,6 @@ grep -oE 'CUresult (cu[A-Za-z0-9_]+)\(' tests/fake_cuda/fake.c | sed 's/CUresult
 comm -23 "$out/all.txt" "$out/impl.txt" | awk '{print "int " $1 "(void){return 100;}"}' >"$out/rest.c"
 cc -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$out" -o "$out/libcuda.so.1" tests/fake_cuda/fake.c "$out/rest.c"
 cargo build --release --features cuda --example launch_trace
-LD_LIBRARY_PATH="$PWD/$out" FAKE_CUDA_LOG="$1" TRACE_PART="${2:-ntt,small,keys}" ${3:+FAKE_READ_U32=$3} \
+env LD_LIBRARY_PATH="$PWD/$out" FAKE_CUDA_LOG="$1" TRACE_PART="${2:-ntt,small,keys}" ${3:+FAKE_READ_U32=$3} \
   target/release/examples/launch_trace
 echo "$(grep -c '^launch' "$1") launches logged in $1"

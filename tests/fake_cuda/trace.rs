@@ -86,19 +86,19 @@ fn main() {
             println!("{} 2^{lg} full, limit {limit:?}: {:?}", shape.name(), d.report().key_placement);
             let mut w = synthesize(circuit, &key, &pool).unwrap();
             let mut t = PartitionTimings::default();
-            gpu.h(&key, &mut w, &mut t).unwrap();
-            gpu.msm(&key, &w, &mut t).unwrap();
+            gpu.h(&mut w, &mut t).unwrap();
+            gpu.msm(&w, &mut t).unwrap();
         }
         let mut gpu = device.backend(&recorded).unwrap();
         println!("{} 2^{lg} recorded", shape.name());
         let mut w = synthesize_witness(circuit, &r1cs, &pool).unwrap();
         let mut t = PartitionTimings::default();
-        gpu.h(&recorded, &mut w, &mut t).unwrap();
-        gpu.msm(&recorded, &w, &mut t).unwrap();
+        gpu.h(&mut w, &mut t).unwrap();
+        gpu.msm(&w, &mut t).unwrap();
         for entries in [4096, 1 << 16] {
             if gpu.stream_recorded_constraints(&recorded, entries).is_ok() {
                 println!("{} 2^{lg} recorded, streamed in {entries}", shape.name());
-                gpu.h(&recorded, &mut w, &mut t).unwrap();
+                gpu.h(&mut w, &mut t).unwrap();
             }
         }
     }

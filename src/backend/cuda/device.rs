@@ -135,7 +135,7 @@ impl CudaDevice {
 
     /// A factory for [`Prover::with_backends`](crate::Prover::with_backends): builds the
     /// backend, and uploads the key, on its proving thread.
-    pub fn backend_factory(&self) -> impl FnOnce(&ProvingKey) -> Result<CudaBackend> + Send + 'static {
+    pub fn backend_factory(&self) -> impl FnOnce(&Arc<ProvingKey>) -> Result<CudaBackend> + Send + 'static {
         let device = self.clone();
         move |key| device.backend(key)
     }

@@ -65,9 +65,12 @@ use crate::synth::{Evaluated, Witness};
 use crate::timings::PartitionTimings;
 
 /// The whole proof on a CUDA device; see the module docs. A backend serves the proving key
-/// it was made with ([`CudaDevice::backend`]).
+/// it was made with ([`CudaDevice::backend`]), whose bases it keeps on the device (or
+/// pinned, streamed); it holds nothing of the host's key.
 #[derive(Debug)]
 pub struct CudaBackend {
+    /// The key's MSM lengths: H (the domain less one), L (the aux), A, B.
+    lengths: [usize; 4],
     domain: DeviceDomain,
     scalars: DeviceScalars,
     held: HeldKey,
@@ -84,9 +87,6 @@ impl CudaBackend {
     /// A backend on `device` holding `key`: every buffer a partition needs, then the key's
     /// recorded constraints and bases placed as they fit; reported to the device.
     fn new(device: &CudaDevice, key: &ProvingKey) -> Result<Self> {
-        if key.bases_released() {
-            return Err(Error::InvalidKey("the key's bases were released: a backend is made from the whole key"));
-        }
         let m = key.domain_size();
         if m > u32::MAX as usize {
             return Err(Error::DeviceLimit {
@@ -104,7 +104,8 @@ impl CudaBackend {
         let held = key::place(&gpu, key)?;
         gpu.stream.synchronize().map_err(from_cust)?;
         let lock = Arc::clone(&device.lock);
-        let backend = CudaBackend { domain, scalars, held, sums, events, epoch, lock, gpu };
+        let lengths = g1_msm_lengths(key);
+        let backend = CudaBackend { lengths, domain, scalars, held, sums, events, epoch, lock, gpu };
         backend.report(device, key)?;
         Ok(backend)
     }
@@ -130,14 +131,8 @@ impl CudaBackend {
     /// The h stage of `w`, the device's lock held: the witness up, the recorded constraints'
     /// products when a, b, c are not evaluated, the transforms, and the MSMs' scalars up
     /// beside them.
-    fn h_stage(&mut self, key: &ProvingKey, w: &Witness, t: &mut PartitionTimings) -> Result<()> {
-        let m = key.domain_size();
-        if m != self.domain.size() {
-            return Err(Error::Backend(format!(
-                "a partition of 2^{} for a backend of another key",
-                m.trailing_zeros()
-            )));
-        }
+    fn h_stage(&mut self, w: &Witness, t: &mut PartitionTimings) -> Result<()> {
+        let m = self.domain.size();
         let source = AbcSource::of(w, self.held.r1cs.is_some())?;
         let Self { gpu, domain, scalars, held, events: ev, .. } = self;
         ev.start.record(&gpu.stream).map_err(from_cust)?;
@@ -160,21 +155,22 @@ impl CudaBackend {
     }
 
     /// The five MSMs, the device's lock held.
-    fn msms(&mut self, key: &ProvingKey, t: &mut PartitionTimings) -> Result<MsmSums> {
+    fn msms(&mut self, t: &mut PartitionTimings) -> Result<MsmSums> {
+        let [h_len, l_len, a_len, b_len] = self.lengths;
         let Self { gpu, domain, scalars: s, held, sums, events: ev, epoch, .. } = self;
         let (stream, m) = (&gpu.stream, &ev.msm);
         let msms =
             Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch: &held.scratch };
         let [h, l, a, b_g1] = held.bases.g1();
-        let (h, _) = msms.msm::<G1>(&domain.abc[0], key.domain_size() - 1, h, &sums.g1, None)?;
+        let (h, _) = msms.msm::<G1>(&domain.abc[0], h_len, h, &sums.g1, None)?;
         m[0].record(stream).map_err(from_cust)?;
-        let (l, _) = msms.msm::<G1>(&s.aux, key.num_aux(), l, &sums.g1, None)?;
+        let (l, _) = msms.msm::<G1>(&s.aux, l_len, l, &sums.g1, None)?;
         m[1].record(stream).map_err(from_cust)?;
-        let (a, _) = msms.msm::<G1>(&s.a, key.a_len(), a, &sums.g1, None)?;
+        let (a, _) = msms.msm::<G1>(&s.a, a_len, a, &sums.g1, None)?;
         m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan) = msms.msm::<G1>(&s.b, key.b_len(), b_g1, &sums.g1, None)?;
+        let (b_g1, plan) = msms.msm::<G1>(&s.b, b_len, b_g1, &sums.g1, None)?;
         m[3].record(stream).map_err(from_cust)?;
-        let (b_g2, _) = msms.msm::<G2>(&s.b, key.b_len(), held.bases.b_g2(), &sums.g2, plan)?;
+        let (b_g2, _) = msms.msm::<G2>(&s.b, b_len, held.bases.b_g2(), &sums.g2, plan)?;
         m[4].record(stream).map_err(from_cust)?;
         ev.add_msms(epoch, t)?;
         Ok(MsmSums { h, l, a, b_g1, b_g2 })
@@ -290,25 +286,19 @@ impl Backend for CudaBackend {
         true
     }
 
-    /// Its bases are on the device, or in the backend's own pinned copy when they are
-    /// streamed.
-    fn holds_bases(&self) -> bool {
-        true
-    }
-
     /// When the key's recorded constraints are held: products and gathers on the device.
     fn evaluates_recorded_constraints(&self) -> bool {
         self.held.r1cs.is_some()
     }
 
-    fn h(&mut self, key: &ProvingKey, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
+    fn h(&mut self, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
         let lock = Arc::clone(&self.lock);
-        locked(&lock, t, |t| self.h_stage(key, w, t))
+        locked(&lock, t, |t| self.h_stage(w, t))
     }
 
-    fn msm(&mut self, key: &ProvingKey, _: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
+    fn msm(&mut self, _: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let lock = Arc::clone(&self.lock);
-        locked(&lock, t, |t| self.msms(key, t))
+        locked(&lock, t, |t| self.msms(t))
     }
 }
 
