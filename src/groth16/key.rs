@@ -6,7 +6,7 @@ use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 
 use crate::error::{Error, Result};
-use crate::r1cs::R1cs;
+use crate::r1cs::{R1cs, RecordingShape};
 
 /// Bytes of [`Proof::to_bytes`]: compressed A (48), B (96) and C (48).
 pub const PROOF_BYTES: usize = 192;
@@ -38,8 +38,9 @@ pub struct VerifyingKey {
 ///
 /// A prover gives the key to its backends when they are made (a CUDA device copies the bases
 /// to the device, the CPU backend keeps the key) and keeps only its shape (the verifying key,
-/// the counts, the recording): the caller that hands it over without keeping a clone frees
-/// the host copy of the bases once no backend holds it.
+/// the counts, the recording's counts): the caller that hands it over without keeping a clone
+/// frees the host copy of the bases, and of the recording's matrices, once no backend holds
+/// them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProvingKey {
     /// The verifying key.
@@ -61,9 +62,9 @@ pub struct ProvingKey {
     pub r1cs: Option<Arc<R1cs>>,
 }
 
-/// What a prover keeps of its key on the host, the bases left to its backends: the
-/// verifying key (to assemble and verify proofs), the counts synthesis checks a circuit
-/// against and sizes its buffers by, and the recorded constraints.
+/// What a prover keeps of its key on the host, the bases and the recorded constraints' matrices
+/// left to its backends: the verifying key (to assemble and verify proofs), the counts
+/// synthesis checks a circuit against and sizes its buffers by, the recording's counts.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyShape {
     pub(crate) vk: VerifyingKey,
@@ -71,7 +72,8 @@ pub(crate) struct KeyShape {
     num_aux: usize,
     a_len: usize,
     b_len: usize,
-    pub(crate) r1cs: Option<Arc<R1cs>>,
+    /// The recorded constraints' counts, when the key has a recording.
+    pub(crate) recording: Option<RecordingShape>,
 }
 
 impl KeyShape {
@@ -142,7 +144,7 @@ impl ProvingKey {
             num_aux: self.num_aux(),
             a_len: self.a_len(),
             b_len: self.b_len(),
-            r1cs: self.r1cs.clone(),
+            recording: self.r1cs.as_deref().map(R1cs::shape),
         }
     }
 

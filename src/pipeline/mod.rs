@@ -186,9 +186,9 @@ impl Prover {
     /// A prover with one proving thread per factory (one per device), sharing one channel.
     /// Each factory runs on its own proving thread, so a backend's device context is made and
     /// used on one thread only, and is given the key, of which it keeps what it needs (a
-    /// device copies the bases); the prover keeps no more than the key's shape (its verifying
-    /// key, counts and recording), so a key handed over without a clone kept is freed on the
-    /// host when no backend holds it. Buffers come from `pool`, prewarmed here.
+    /// device copies the bases and the recording's matrices); the prover keeps no more than
+    /// the key's shape (its verifying key, its counts and its recording's), so a key handed
+    /// over without a clone kept is freed on the host when no backend holds it. Buffers come from `pool`, prewarmed here.
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for a setting out of range
@@ -248,8 +248,8 @@ impl Prover {
             all_evaluate &= made.evaluates_recorded_constraints;
         }
         drop(key); // the backends hold what they need of it
-        let witness_only = shape.r1cs.is_some() && all_evaluate;
-        if shape.r1cs.is_some() && !witness_only {
+        let witness_only = shape.recording.is_some() && all_evaluate;
+        if shape.recording.is_some() && !witness_only {
             log::info!(
                 "the {backend} backend does not evaluate recorded constraints: circuits are synthesized in full"
             );

@@ -90,7 +90,7 @@ impl ProvingContext {
             });
             let answer = match verdict {
                 None | Some(Ok(true)) => Ok(proof), // unchecked when verification is off
-                Some(Ok(false)) => Err(Error::ProofInvalid { job: t.job, recorded: shape.r1cs.is_some() }),
+                Some(Ok(false)) => Err(Error::ProofInvalid { job: t.job, recorded: shape.recording.is_some() }),
                 Some(Err(e)) => Err(e),
             };
             shared.timings.lock().push(t);

@@ -14,7 +14,7 @@ use super::jobs::{Partition, ProverState, Reply};
 use crate::error::Error;
 use crate::groth16::KeyShape;
 use crate::pool::PinnedPool;
-use crate::synth::{synthesize_into, synthesize_witness};
+use crate::synth::{synthesize_into, synthesize_witness_to};
 use crate::timings::PartitionTimings;
 
 /// What a synthesis task needs, cloned per job.
@@ -35,8 +35,8 @@ impl SynthesisContext {
         }
         let start = Instant::now();
         let synthesis_worker = rayon::current_thread_index().unwrap_or(0);
-        let synthesized = catch_unwind(AssertUnwindSafe(|| match (&self.shape.r1cs, self.witness_only) {
-            (Some(r1cs), true) => synthesize_witness(circuit, r1cs, &self.pool),
+        let synthesized = catch_unwind(AssertUnwindSafe(|| match (&self.shape.recording, self.witness_only) {
+            (Some(recording), true) => synthesize_witness_to(circuit, recording, &self.pool),
             _ => synthesize_into(circuit, &self.shape, &self.pool),
         }));
         let witness = match synthesized {

@@ -182,6 +182,15 @@ impl Z<'_> {
     }
 }
 
+/// The counts of a recording that witness-only synthesis checks a circuit against: what a
+/// prover keeps of it on the host, its backends holding the matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordingShape {
+    pub(crate) inputs: usize,
+    pub(crate) aux: usize,
+    pub(crate) constraints: usize,
+}
+
 /// A circuit's constraints, recorded once per circuit shape, so that proving a circuit
 /// needs only its witness: its A, B and C matrices over z (the public inputs, the constant
 /// one first, then the aux variables), each in compressed sparse rows whose coefficients
@@ -255,6 +264,11 @@ impl R1cs {
     /// Public inputs, the constant one included.
     pub fn num_inputs(&self) -> usize {
         self.inputs
+    }
+
+    /// Its counts (see [`RecordingShape`]).
+    pub(crate) fn shape(&self) -> RecordingShape {
+        RecordingShape { inputs: self.inputs, aux: self.aux, constraints: self.constraints }
     }
 
     /// Aux (private) variables.

@@ -29,6 +29,7 @@ use ff::Field;
 mod witness_only;
 
 pub use self::witness_only::synthesize_witness;
+pub(crate) use self::witness_only::synthesize_witness_to;
 use crate::error::{Error, Result};
 use crate::groth16::{KeyShape, ProvingKey};
 use crate::pool::PinnedPool;

@@ -14,7 +14,7 @@ use super::Witness;
 use crate::error::{Error, Result};
 use crate::pool::PinnedPool;
 use crate::pool::PinnedVec;
-use crate::r1cs::R1cs;
+use crate::r1cs::{R1cs, RecordingShape};
 
 /// Where the aux assignment is written.
 #[derive(Debug)]
@@ -92,24 +92,33 @@ impl WitnessOnlyCs {
 /// variables are not as many as the recording's, or its constraints, unless a native
 /// witness path skipped them.
 pub fn synthesize_witness<C: Circuit<Scalar>>(circuit: C, r1cs: &R1cs, pool: &PinnedPool) -> Result<Witness> {
-    let aux = PinnedVec::checkout(pool, r1cs.num_aux())?;
-    let input = Vec::with_capacity(r1cs.num_inputs());
+    synthesize_witness_to(circuit, &r1cs.shape(), pool)
+}
+
+/// [`synthesize_witness`] against a recording's counts (what a prover keeps of it).
+pub(crate) fn synthesize_witness_to<C: Circuit<Scalar>>(
+    circuit: C,
+    r1cs: &RecordingShape,
+    pool: &PinnedPool,
+) -> Result<Witness> {
+    let aux = PinnedVec::checkout(pool, r1cs.aux)?;
+    let input = Vec::with_capacity(r1cs.inputs);
     let mut cs = WitnessOnlyCs { input, aux: Aux::Pool(aux), constraints: 0, native: false };
     cs.input.push(Scalar::ONE);
     circuit.synthesize(&mut cs)?;
     if cs.constraints == 0 && !cs.native {
         return Err(Error::NoConstraints);
     }
-    let constraints = if cs.native { r1cs.num_constraints() } else { cs.constraints };
+    let constraints = if cs.native { r1cs.constraints } else { cs.constraints };
     Error::first_shape_mismatch([
-        ("constraints (as recorded)", r1cs.num_constraints(), constraints),
-        ("public inputs (with the constant one)", r1cs.num_inputs(), cs.input.len()),
-        ("aux variables", r1cs.num_aux(), cs.aux().len()),
+        ("constraints (as recorded)", r1cs.constraints, constraints),
+        ("public inputs (with the constant one)", r1cs.inputs, cs.input.len()),
+        ("aux variables", r1cs.aux, cs.aux().len()),
     ])?;
     match cs.aux {
         Aux::Pool(aux) => Ok(Witness { input: cs.input, aux, evaluated: None }),
         // Only a count past the buffer's, so past the recording's, moves to the heap.
-        Aux::Heap(v) => Err(Error::Shape { what: "aux variables", expected: r1cs.num_aux(), got: v.len() }),
+        Aux::Heap(v) => Err(Error::Shape { what: "aux variables", expected: r1cs.aux, got: v.len() }),
     }
 }
 

@@ -154,8 +154,8 @@ fn h_equals_bellperson_quotient() {
     assert_eq!(a, ea.into_coeffs());
 }
 
-/// The CPU backend over a copy of the key it makes, as a device copies the bases to itself:
-/// it holds nothing of the key it was given.
+/// The CPU backend over a copy of the key it makes (the recording too), as a device copies
+/// the bases and the matrices to itself: it holds nothing of the key it was given.
 struct OwnCopy(pinprove::backend::CpuBackend);
 
 impl pinprove::backend::Backend for OwnCopy {
@@ -181,25 +181,28 @@ impl pinprove::backend::Backend for OwnCopy {
 }
 
 /// The key travels one way: a prover gives it to its backends' factories and keeps only its
-/// shape, so a key handed over is held by the backends alone (the CPU backend holds it;
-/// one that copies what it needs, as a device does, holds none of it), and the proofs are
-/// bellperson's, bit for bit, either way.
+/// shape (the recording's counts among it), so a key handed over is held by the backends
+/// alone (the CPU backend holds it; one that copies what it needs, as a device does, holds
+/// none of it, nor of its recording), and the proofs are bellperson's, bit for bit, either
+/// way, witness-only.
 #[test]
 fn a_prover_keeps_no_key_of_its_own_and_proves_the_same() {
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     let circuit =
         MimcChain { x0: Scalar::from(11), constants: MimcChain::constants(40), public_output: true, unused: 3 };
     let params = bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
-    let key = ProvingKey::from(&params).with_r1cs(pinprove::R1cs::record(circuit.clone()).unwrap()).unwrap();
-    let key = std::sync::Arc::new(key);
+    let r1cs = std::sync::Arc::new(pinprove::R1cs::record(circuit.clone()).unwrap());
+    let key = std::sync::Arc::new(ProvingKey::from(&params).with_r1cs(std::sync::Arc::clone(&r1cs)).unwrap());
     let config = Config { synthesis_threads: 2, ..Config::default() };
     let own = |k: &std::sync::Arc<ProvingKey>| {
-        let copy = std::sync::Arc::new(ProvingKey::clone(k));
-        Ok(OwnCopy(pinprove::backend::CpuBackend::new(copy)?))
+        let mut copy = ProvingKey::clone(k);
+        copy.r1cs = k.r1cs.as_deref().map(|r| std::sync::Arc::new(r.clone()));
+        Ok(OwnCopy(pinprove::backend::CpuBackend::new(std::sync::Arc::new(copy))?))
     };
     let pool = pinprove::PinnedPool::new(config.pool);
     let copying = Prover::with_backends(std::sync::Arc::clone(&key), config, pool, vec![own]).unwrap();
     assert_eq!(std::sync::Arc::strong_count(&key), 1, "neither the prover nor its backend holds the key");
+    assert_eq!(std::sync::Arc::strong_count(&r1cs), 2, "nor its recording: this handle and the key's");
     assert!(copying.is_witness_only(), "the recording stays with the prover");
     assert_eq!(copying.verifying_key(), &key.vk);
     let jobs: Vec<_> =
