@@ -24,60 +24,57 @@ fn part(name: &str) -> bool {
 
 fn main() {
     let device = CudaDevice::open(0).unwrap();
+    single_kernels(&device);
+    if part("keys") {
+        keys(&device);
+    }
+}
+
+/// Transforms, copies and MSMs alone, on a bench.
+fn single_kernels(device: &CudaDevice) {
+    let mut bench = pinprove::internal::cuda::Bench::new(device).unwrap();
+    if part("ntt") {
+        for lg in 0..=12u32 {
+            for t in [Transform::Ntt, Transform::Intt, Transform::CosetNtt, Transform::CosetIntt] {
+                println!("transform 2^{lg} {t:?}");
+                let mut v = random_scalars(1 << lg, lg as u64);
+                bench.transform(&mut v, t).unwrap();
+            }
+        }
+        bench.time_h2d(&random_scalars(1000, 1)).unwrap();
+    }
+    let sizes: &[usize] = if part("small") { &[1, 3, 100, 4096] } else { &[] };
+    let large: &[usize] = if part("large") { &[1 << 14] } else { &[] };
+    let g1 = g1_points(1 << 14, 1);
+    let g2 = g2_points(1 << 14, 2);
+    for layout in [BasesLayout::Plain, BasesLayout::Shifted { window: None }, BasesLayout::Shifted { window: Some(10) }]
     {
-        let mut bench = pinprove::internal::cuda::Bench::new(&device).unwrap();
-        if part("ntt") {
-            for lg in 0..=12u32 {
-                for t in [Transform::Ntt, Transform::Intt, Transform::CosetNtt, Transform::CosetIntt] {
-                    println!("transform 2^{lg} {t:?}");
-                    let mut v = random_scalars(1 << lg, lg as u64);
-                    bench.transform(&mut v, t).unwrap();
-                }
-            }
-            bench.time_h2d(&random_scalars(1000, 1)).unwrap();
-        }
-        let sizes: &[usize] = if part("small") { &[1, 3, 100, 4096] } else { &[] };
-        let large: &[usize] = if part("large") { &[1 << 14] } else { &[] };
-        let g1 = g1_points(1 << 14, 1);
-        let g2 = g2_points(1 << 14, 2);
-        for layout in
-            [BasesLayout::Plain, BasesLayout::Shifted { window: None }, BasesLayout::Shifted { window: Some(10) }]
-        {
-            let b1 = bench.upload_g1_bases(&g1, layout).unwrap();
-            let b2 = bench.upload_g2_bases(&g2, layout).unwrap();
-            for &n in sizes.iter().chain(large) {
-                let s = random_scalars(n, n as u64);
-                println!("msm n={n} {layout:?}");
-                bench.msm_g1(&b1, &s, None).unwrap();
-                bench.msm_g2(&b2, &s, None).unwrap();
-                if layout == BasesLayout::Plain {
-                    for c in [2, 9, 16, 21] {
-                        bench.msm_g1(&b1, &s, Some(c)).unwrap();
-                    }
+        let b1 = bench.upload_g1_bases(&g1, layout).unwrap();
+        let b2 = bench.upload_g2_bases(&g2, layout).unwrap();
+        for &n in sizes.iter().chain(large) {
+            let s = random_scalars(n, n as u64);
+            println!("msm n={n} {layout:?}");
+            bench.msm_g1(&b1, &s, None).unwrap();
+            bench.msm_g2(&b2, &s, None).unwrap();
+            if layout == BasesLayout::Plain {
+                for c in [2, 9, 16, 21] {
+                    bench.msm_g1(&b1, &s, Some(c)).unwrap();
                 }
             }
         }
     }
-    if !part("keys") {
-        return;
-    }
+}
+
+/// Keys placed shifted, resident and streamed, each proving a partition, and recorded
+/// constraints resident and streamed.
+fn keys(device: &CudaDevice) {
     let pool = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
     for (shape, lg) in [(Shape::Dense, 10), (Shape::Sparse, 12), (Shape::Sha256, 15)] {
         let key = timing_key(shape, lg, 3);
         let r1cs = R1cs::record(Chain::new(shape, lg, 0)).unwrap();
         let recorded = key.clone().with_r1cs(r1cs.clone()).unwrap();
         let circuit = Chain::new(shape, lg, 5);
-        let mut limits = vec![None];
-        {
-            device.backend(&key).unwrap();
-            let r = device.report();
-            limits.push(Some(r.backend_bytes - r.shifted_bytes / 2));
-            let resident = device.clone().with_memory_limit(r.backend_bytes - r.shifted_bytes / 2);
-            resident.backend(&key).unwrap();
-            let r = resident.report();
-            limits.push(Some(r.backend_bytes - r.key_bytes / 2));
-        }
-        for limit in limits {
+        for limit in limits(device, &key) {
             let d = match limit {
                 Some(l) => device.clone().with_memory_limit(l),
                 None => device.clone(),
@@ -102,4 +99,15 @@ fn main() {
             }
         }
     }
+}
+
+/// No memory limit (shifted bases), then one that leaves the bases alone, then one that
+/// streams them.
+fn limits(device: &CudaDevice, key: &pinprove::ProvingKey) -> Vec<Option<usize>> {
+    device.backend(key).unwrap();
+    let r = device.report();
+    let resident = device.clone().with_memory_limit(r.backend_bytes - r.shifted_bytes / 2);
+    resident.backend(key).unwrap();
+    let plain = resident.report();
+    vec![None, Some(r.backend_bytes - r.shifted_bytes / 2), Some(plain.backend_bytes - plain.key_bytes / 2)]
 }
