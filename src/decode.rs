@@ -149,6 +149,20 @@ impl<R: Read + Seek> Reader<R> {
         Ok(count as usize)
     }
 
+    /// Skips `bytes` of `what`, unread (and unhashed), once checked against the bytes left.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] when the file ends inside them; [`Error::Io`] when the seek fails.
+    pub(crate) fn skip(&mut self, what: &str, bytes: u64) -> Result<()> {
+        if bytes > self.left() {
+            let (offset, reason) = (self.offset, "the file ends inside it");
+            return Err(Error::Decode { what: what.to_owned(), offset, reason });
+        }
+        self.inner.seek(SeekFrom::Current(bytes as i64))?;
+        self.offset += bytes;
+        Ok(())
+    }
+
     /// A little-endian u64.
     pub(crate) fn u64_le(&mut self, what: &str) -> Result<u64> {
         let mut buf = [0u8; 8];

@@ -10,7 +10,8 @@
 //! - Keys and proofs ([`ProvingKey`], [`VerifyingKey`], [`Proof`]), setup
 //!   ([`generate_random_parameters`]) and verification ([`verify_proof`]), interoperable bit
 //!   for bit with bellperson 0.27 (conversions behind the `bellperson` feature); parameter
-//!   files in bellperson's layout ([`ProvingKey::read`]).
+//!   files in bellperson's layout ([`ProvingKey::read`], or [`KeyFile`], which a prover's
+//!   CUDA backends read straight into device memory).
 //! - [`R1cs`]: a circuit's constraints recorded once, so that synthesis computes the witness
 //!   alone and the backend evaluates the constraints.
 //! - [`PinnedPool`]: the host buffers partitions are synthesized into (page-locked under the
@@ -70,8 +71,8 @@ pub use blstrs::{self, Scalar};
 pub use error::{Error, Result};
 pub use ff::{self, Field, PrimeField};
 pub use groth16::{
-    generate_parameters, generate_random_parameters, prepare_verifying_key, verify_proof, Check, PreparedVerifyingKey,
-    Proof, ProvingKey, Trapdoor, VerifyingKey, PROOF_BYTES,
+    generate_parameters, generate_random_parameters, prepare_verifying_key, verify_proof, Check, KeyFile, KeySource,
+    PreparedVerifyingKey, Proof, ProvingKey, Trapdoor, VerifyingKey, PROOF_BYTES,
 };
 pub use pipeline::{Config, PendingProof, Prover, MAX_QUEUE_DEPTH, MAX_THREADS};
 pub use pool::{Element, PinnedAbcBuffers, PinnedVec};

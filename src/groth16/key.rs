@@ -77,6 +77,42 @@ pub(crate) struct KeyShape {
 }
 
 impl KeyShape {
+    /// The shape of a key with this verifying key, query lengths h, l, a and b (b_g1 and
+    /// b_g2 alike), and recording.
+    pub(crate) fn new(vk: VerifyingKey, [h, l, a, b]: [usize; 4], recording: Option<RecordingShape>) -> Self {
+        KeyShape { vk, domain_size: h + 1, num_aux: l, a_len: a, b_len: b, recording }
+    }
+
+    /// Checks the invariants of its counts and verifying key that a prover relies on.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] naming the first one that fails.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let vars = self.num_inputs() + self.num_aux();
+        let fail = |reason| Err(Error::InvalidKey(reason));
+        if !self.domain_size().is_power_of_two() {
+            return fail("h query length + 1 is not a power of two");
+        }
+        if self.num_inputs() == 0 {
+            return fail("ic query is empty (it must hold at least the constant one)");
+        }
+        if self.a_len() < self.num_inputs() {
+            return fail("a query is shorter than the ic query: it must hold a point for every input");
+        }
+        // The aux variables are counted by the l query, so a short l shows up here first.
+        if self.a_len() > vars {
+            return fail("l query is shorter than the aux variables the a query uses (or the a query is too long)");
+        }
+        if self.b_len() > vars {
+            return fail("l query is shorter than the aux variables the b queries use (or the b queries are too long)");
+        }
+        if bool::from(self.vk.delta_g1.is_identity() | self.vk.delta_g2.is_identity()) {
+            // A zero delta lets anyone forge proofs; bellperson refuses it too.
+            return fail("delta is the identity");
+        }
+        Ok(())
+    }
+
     pub(crate) fn num_inputs(&self) -> usize {
         self.vk.ic.len()
     }
@@ -138,14 +174,8 @@ impl ProvingKey {
 
     /// What a prover keeps of this key on the host.
     pub(crate) fn shape(&self) -> KeyShape {
-        KeyShape {
-            vk: self.vk.clone(),
-            domain_size: self.domain_size(),
-            num_aux: self.num_aux(),
-            a_len: self.a_len(),
-            b_len: self.b_len(),
-            recording: self.r1cs.as_deref().map(R1cs::shape),
-        }
+        let lengths = [self.h.len(), self.l.len(), self.a.len(), self.b_g1.len()];
+        KeyShape::new(self.vk.clone(), lengths, self.r1cs.as_deref().map(R1cs::shape))
     }
 
     /// This key with `r1cs`, its circuit's recorded constraints.
@@ -166,31 +196,10 @@ impl ProvingKey {
     /// [`Error::InvalidKey`] naming the first one that fails; [`Error::Shape`] when the
     /// recorded constraints are not of this key's circuit shape.
     pub fn validate(&self) -> Result<()> {
-        let vars = self.num_inputs() + self.num_aux();
-        let fail = |reason| Err(Error::InvalidKey(reason));
-        if !self.domain_size().is_power_of_two() {
-            return fail("h query length + 1 is not a power of two");
-        }
-        if self.num_inputs() == 0 {
-            return fail("ic query is empty (it must hold at least the constant one)");
-        }
-        if self.a_len() < self.num_inputs() {
-            return fail("a query is shorter than the ic query: it must hold a point for every input");
-        }
-        // The aux variables are counted by the l query, so a short l shows up here first.
-        if self.a_len() > vars {
-            return fail("l query is shorter than the aux variables the a query uses (or the a query is too long)");
-        }
         if self.b_g1.len() != self.b_g2.len() {
-            return fail("b_g1 and b_g2 queries differ in length");
+            return Err(Error::InvalidKey("b_g1 and b_g2 queries differ in length"));
         }
-        if self.b_len() > vars {
-            return fail("l query is shorter than the aux variables the b queries use (or the b queries are too long)");
-        }
-        if bool::from(self.vk.delta_g1.is_identity() | self.vk.delta_g2.is_identity()) {
-            // A zero delta lets anyone forge proofs; bellperson refuses it too.
-            return fail("delta is the identity");
-        }
+        self.shape().validate()?;
         match &self.r1cs {
             Some(r1cs) => r1cs.check_against(self),
             None => Ok(()),

@@ -8,6 +8,7 @@
 mod bellperson;
 mod generator;
 mod key;
+mod key_file;
 mod params;
 mod prover;
 mod verifier;
@@ -15,6 +16,7 @@ mod verifier;
 pub use generator::{generate_parameters, generate_random_parameters, Trapdoor};
 pub(crate) use key::KeyShape;
 pub use key::{Proof, ProvingKey, VerifyingKey, PROOF_BYTES};
+pub use key_file::{KeyFile, KeySource};
 pub use params::Check;
 pub(crate) use prover::assemble;
 pub use prover::MsmSums;

@@ -37,7 +37,7 @@ pub enum Check {
 const BATCH: usize = 1 << 16;
 
 /// A point type of the file format.
-trait FilePoint: PrimeCurveAffine + UncompressedEncoding + Send {
+pub(super) trait FilePoint: PrimeCurveAffine + UncompressedEncoding + Send {
     /// Bytes of its uncompressed encoding.
     const BYTES: usize;
     /// Whether it lies in the prime-order subgroup.
@@ -75,13 +75,30 @@ impl<R: Read + Seek> Reader<R> {
     fn query<P: FilePoint>(&mut self, name: &str, check: Check) -> Result<Vec<P>> {
         let n = self.count(name, P::BYTES)?;
         let mut points = Vec::with_capacity(n);
+        self.batches(name, n, check, &mut |_, batch: &[P]| {
+            points.extend_from_slice(batch);
+            Ok(())
+        })?;
+        Ok(points)
+    }
+
+    /// The `n` points of query `name` (its count read), decoded in parallel batches, each
+    /// handed to `each` with the index of its first point. The digest (when the file is
+    /// trusted by one) runs on one core beside each batch's decode.
+    pub(super) fn batches<P: FilePoint>(
+        &mut self,
+        name: &str,
+        n: usize,
+        check: Check,
+        each: &mut dyn FnMut(usize, &[P]) -> Result<()>,
+    ) -> Result<()> {
         let mut bytes = vec![0u8; BATCH.min(n) * P::BYTES];
-        while points.len() < n {
-            let (first, at) = (points.len(), self.offset);
+        let mut first = 0;
+        while first < n {
+            let at = self.offset;
             let batch = &mut bytes[..(n - first).min(BATCH) * P::BYTES];
             let mut digest = self.read_unhashed(batch, || format!("{name}[{first}..{n}]"))?;
             let batch = &*batch;
-            // The digest (when the file is trusted by one) on one core, beside the decode.
             let ((), decoded) = rayon::join(
                 || {
                     if let Some(state) = digest.as_mut() {
@@ -105,10 +122,50 @@ impl<R: Read + Seek> Reader<R> {
                 },
             );
             self.restore_digest(digest);
-            points.extend(decoded?);
+            let decoded = decoded?;
+            each(first, &decoded)?;
+            first += decoded.len();
         }
-        Ok(points)
+        Ok(())
     }
+
+    /// The verifying key, the first part of the file.
+    pub(super) fn verifying_key(&mut self) -> Result<VerifyingKey> {
+        Ok(VerifyingKey {
+            alpha_g1: self.vk_point("vk.alpha_g1")?,
+            beta_g1: self.vk_point("vk.beta_g1")?,
+            beta_g2: self.vk_point("vk.beta_g2")?,
+            gamma_g2: self.vk_point("vk.gamma_g2")?,
+            delta_g1: self.vk_point("vk.delta_g1")?,
+            delta_g2: self.vk_point("vk.delta_g2")?,
+            ic: self.query("vk.ic", Check::Full)?,
+        })
+    }
+}
+
+/// `digest` as a trusted file's expected digest: 1 to 128 hex digits, lower case.
+///
+/// # Errors
+/// [`Error::Config`] when it is not.
+pub(super) fn digest_form(digest: &str) -> Result<String> {
+    let expected = digest.to_ascii_lowercase();
+    if expected.is_empty() || expected.len() > 128 || !expected.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::Config(format!("a digest is 1 to 128 hex digits, not `{digest}`")));
+    }
+    Ok(expected)
+}
+
+/// Finishes the digest of a file read from its start (the rest of it read) and compares it
+/// with `expected`.
+///
+/// # Errors
+/// [`Error::Digest`] when it differs.
+pub(super) fn check_digest<R: Read + Seek>(src: &mut Reader<R>, expected: &str) -> Result<()> {
+    let got = src.digest()?;
+    if !got.starts_with(expected) {
+        return Err(Error::Digest { got: got[..expected.len()].to_owned(), expected: expected.to_owned() });
+    }
+    Ok(())
 }
 
 /// A point from its encoding, or why not.
@@ -166,30 +223,16 @@ impl ProvingKey {
     /// not hex digits; as [`read`](Self::read) otherwise. Nothing is returned of a file whose
     /// digest differs.
     pub fn read_digested<R: Read + Seek>(reader: R, check: Check, digest: &str) -> Result<Self> {
-        let expected = digest.to_ascii_lowercase();
-        if expected.is_empty() || expected.len() > 128 || !expected.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Error::Config(format!("a digest is 1 to 128 hex digits, not `{digest}`")));
-        }
+        let expected = digest_form(digest)?;
         let mut src = Reader::new(reader)?;
         src.hash_all();
         let key = Self::read_from(&mut src, check)?;
-        let got = src.digest()?;
-        if !got.starts_with(&expected) {
-            return Err(Error::Digest { got: got[..expected.len()].to_owned(), expected });
-        }
+        check_digest(&mut src, &expected)?;
         Ok(key)
     }
 
     fn read_from<R: Read + Seek>(src: &mut Reader<R>, check: Check) -> Result<Self> {
-        let vk = VerifyingKey {
-            alpha_g1: src.vk_point("vk.alpha_g1")?,
-            beta_g1: src.vk_point("vk.beta_g1")?,
-            beta_g2: src.vk_point("vk.beta_g2")?,
-            gamma_g2: src.vk_point("vk.gamma_g2")?,
-            delta_g1: src.vk_point("vk.delta_g1")?,
-            delta_g2: src.vk_point("vk.delta_g2")?,
-            ic: src.query("vk.ic", Check::Full)?,
-        };
+        let vk = src.verifying_key()?;
         let (h, l, a) = (src.query("h", check)?, src.query("l", check)?, src.query("a", check)?);
         let key = ProvingKey::new(vk, h, l, a, src.query("b_g1", check)?, src.query("b_g2", check)?);
         key.validate()?;

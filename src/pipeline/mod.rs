@@ -59,7 +59,7 @@ use self::proving::{proving_loop, ProvingContext};
 use self::synthesis::SynthesisContext;
 use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
-use crate::groth16::{prepare_verifying_key, KeyShape, Proof, ProvingKey, VerifyingKey};
+use crate::groth16::{prepare_verifying_key, KeyShape, KeySource, Proof, VerifyingKey};
 use crate::pool::PinnedPool;
 use crate::synth::{shape_partition_bytes, witness_buffer_bytes};
 use crate::timings::PartitionTimings;
@@ -175,34 +175,35 @@ impl Prover {
     ///
     /// # Errors
     /// As [`with_backends`](Self::with_backends).
-    pub fn new(key: impl Into<Arc<ProvingKey>>, config: Config) -> Result<Self> {
+    pub fn new(key: impl Into<KeySource>, config: Config) -> Result<Self> {
         config.validate()?;
         let compute = Arc::new(thread_pool("pinprove-compute", config.compute_threads)?);
         let backend = Arc::clone(&compute);
-        let factory = move |key: &Arc<ProvingKey>| Ok(CpuBackend::with_pool(Arc::clone(key), backend));
+        let factory = move |key: &KeySource| Ok(CpuBackend::with_pool(key.load()?, backend));
         Self::build(key.into(), config, PinnedPool::new(config.pool), vec![factory], compute)
     }
 
     /// A prover with one proving thread per factory (one per device), sharing one channel.
     /// Each factory runs on its own proving thread, so a backend's device context is made and
-    /// used on one thread only, and is given the key, of which it keeps what it needs (a
-    /// device copies the bases and the recording's matrices); the prover keeps no more than
-    /// the key's shape (its verifying key, its counts and its recording's), so a key handed
-    /// over without a clone kept is freed on the host when no backend holds it. Buffers come from `pool`, prewarmed here.
+    /// used on one thread only, and is given the key (or its file, [`KeyFile`](crate::KeyFile)), of which it
+    /// keeps what it needs (a device copies the bases and the recording's matrices); the
+    /// prover keeps no more than the key's shape (its verifying key, its counts and its
+    /// recording's), so a key handed over without a clone kept is freed on the host when no
+    /// backend holds it. Buffers come from `pool`, prewarmed here.
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for a setting out of range
     /// (see [`Config`]), no factory, or a pool cap that cannot hold one partition; the first
     /// error a factory returns.
     pub fn with_backends<B, F>(
-        key: impl Into<Arc<ProvingKey>>,
+        key: impl Into<KeySource>,
         config: Config,
         pool: PinnedPool,
         factories: Vec<F>,
     ) -> Result<Self>
     where
         B: Backend + 'static,
-        F: FnOnce(&Arc<ProvingKey>) -> Result<B> + Send + 'static,
+        F: FnOnce(&KeySource) -> Result<B> + Send + 'static,
     {
         config.validate()?;
         let compute = Arc::new(thread_pool("pinprove-compute", config.compute_threads)?);
@@ -210,7 +211,7 @@ impl Prover {
     }
 
     fn build<B, F>(
-        key: Arc<ProvingKey>,
+        key: KeySource,
         config: Config,
         pool: PinnedPool,
         factories: Vec<F>,
@@ -218,7 +219,7 @@ impl Prover {
     ) -> Result<Self>
     where
         B: Backend + 'static,
-        F: FnOnce(&Arc<ProvingKey>) -> Result<B> + Send + 'static,
+        F: FnOnce(&KeySource) -> Result<B> + Send + 'static,
     {
         let devices = factories.len();
         let (max_in_flight, prewarm_partitions) = check_setup(&key, &config, &pool, devices)?;
@@ -227,7 +228,7 @@ impl Prover {
         let retry = crossbeam_channel::unbounded::<Partition>();
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(ProverState::new(factories.len()));
-        let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&key.vk)));
+        let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&shape.vk)));
         let mut proving_threads = Vec::with_capacity(factories.len());
         let (mut backend, mut all_evaluate) = ("", true);
         for (i, factory) in factories.into_iter().enumerate() {
@@ -240,7 +241,7 @@ impl Prover {
                 retry: retry.clone(),
                 stop: stopped.clone(),
             };
-            let (handle, made) = spawn_proving_thread(i, factory, Arc::clone(&key), ctx)?;
+            let (handle, made) = spawn_proving_thread(i, factory, key.clone(), ctx)?;
             proving_threads.push(handle);
             // On an error the threads already started end once `jobs` and `stop` are dropped.
             let made = made.recv().unwrap_or(Err(Error::PipelineClosed))?;
@@ -453,7 +454,7 @@ impl Drop for Prover {
 /// # Errors
 /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for no backend or too many,
 /// a pool setting out of range, or more partitions to prewarm than can be in flight.
-fn check_setup(key: &ProvingKey, config: &Config, pool: &PinnedPool, devices: usize) -> Result<(usize, usize)> {
+fn check_setup(key: &KeySource, config: &Config, pool: &PinnedPool, devices: usize) -> Result<(usize, usize)> {
     key.validate()?;
     pool.config().validate()?;
     if devices == 0 {
@@ -493,12 +494,12 @@ struct Made {
 fn spawn_proving_thread<B, F>(
     i: usize,
     factory: F,
-    key: Arc<ProvingKey>,
+    key: KeySource,
     ctx: ProvingContext,
 ) -> Result<(JoinHandle<()>, Receiver<Result<Made>>)>
 where
     B: Backend + 'static,
-    F: FnOnce(&Arc<ProvingKey>) -> Result<B> + Send + 'static,
+    F: FnOnce(&KeySource) -> Result<B> + Send + 'static,
 {
     let (started, made) = crossbeam_channel::bounded(1);
     let thread = std::thread::Builder::new()

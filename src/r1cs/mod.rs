@@ -25,7 +25,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::groth16::ProvingKey;
+use crate::groth16::{KeyShape, ProvingKey};
 
 /// Index of the coefficient 1 in every table.
 pub(crate) const ONE: u32 = 0;
@@ -320,6 +320,11 @@ impl R1cs {
     /// # Errors
     /// [`Error::Shape`] naming the first count that differs.
     pub fn check_against(&self, key: &ProvingKey) -> Result<()> {
+        self.check_shape(&key.shape())
+    }
+
+    /// [`check_against`](Self::check_against) a key's shape.
+    pub(crate) fn check_shape(&self, key: &KeyShape) -> Result<()> {
         let domain = (self.constraints + self.inputs).checked_next_power_of_two().unwrap_or(usize::MAX);
         Error::first_shape_mismatch([
             ("recorded domain size (constraints + inputs, rounded up)", key.domain_size(), domain),

@@ -107,6 +107,8 @@ fn the_public_api_is_the_listed_one() {
         // Keys, proofs, setup, verification, recorded constraints, errors.
         "Check",
         "Error",
+        "KeyFile",
+        "KeySource",
         "PROOF_BYTES",
         "PreparedVerifyingKey",
         "Proof",

@@ -347,7 +347,7 @@ fn a_faulting_gpu_leaves_service_and_another_proves_its_partitions_bit_for_bit()
     // Two backends on the device; the second faults on its 2nd partition.
     let make = {
         let device = device.clone();
-        move |key: &std::sync::Arc<pinprove::ProvingKey>| device.backend(key)
+        move |key: &pinprove::KeySource| device.backend_from(key)
     };
     let factories = faulty_devices(make, &[(None, false), (Some(2), false)], &proved);
     let gpu = Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), factories).unwrap();
@@ -365,16 +365,24 @@ fn a_faulting_gpu_leaves_service_and_another_proves_its_partitions_bit_for_bit()
     assert_eq!(s.checkouts, s.checkins);
 }
 
-/// Proofs of 2^lg jobs with fixed r, s on `device`, with the report of its backend.
+/// Proofs of `jobs` jobs with fixed r, s on `device`, with the report of its backend.
 fn proofs_on(
     device: &CudaDevice,
     key: &pinprove::ProvingKey,
     jobs: u64,
 ) -> pinprove::Result<(Vec<Proof>, DeviceReport)> {
+    proofs_from(device, key.clone(), key.domain_size().trailing_zeros(), jobs)
+}
+
+/// As [`proofs_on`], the key from `key` (a file's read by the backend), of a 2^lg domain.
+fn proofs_from(
+    device: &CudaDevice,
+    key: impl Into<pinprove::KeySource>,
+    lg: u32,
+    jobs: u64,
+) -> pinprove::Result<(Vec<Proof>, DeviceReport)> {
     let config = Config { synthesis_threads: 4, queue_depth_per_device: 2, ..Config::default() };
-    let lg = key.domain_size().trailing_zeros();
-    let prover =
-        Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), vec![device.backend_factory()])?;
+    let prover = Prover::with_backends(key, config, device.pinned_pool(config.pool), vec![device.backend_factory()])?;
     let report = device.report();
     let proofs = prover.prove_with_randomness(
         (0..jobs).map(|i| (chain(lg, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect(),
@@ -393,26 +401,40 @@ fn keys_shifted_resident_or_streamed_prove_bit_for_bit() {
     assert_eq!(report.key_placement, KeyPlacement::Shifted);
     assert!(report.shifted_bytes > 10 * report.key_bytes, "{report:?}");
     // Room for everything but half the shifted copies: the bases alone.
-    let limit = report.backend_bytes - report.shifted_bytes / 2;
-    let (resident, plain) = proofs_on(&device.clone().with_memory_limit(limit), &key, 4).unwrap();
+    let bases_only = report.backend_bytes - report.shifted_bytes / 2;
+    let (resident, plain) = proofs_on(&device.clone().with_memory_limit(bases_only), &key, 4).unwrap();
     assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
-    assert!(plain.backend_bytes <= limit && plain.shifted_bytes == 0, "{plain:?}, limit {limit}");
+    assert!(plain.backend_bytes <= bases_only && plain.shifted_bytes == 0, "{plain:?}, limit {bases_only}");
     // Room for everything but half the bases: they must be streamed.
-    let limit = plain.backend_bytes - plain.key_bytes / 2;
-    let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(limit), &key, 4).unwrap();
+    let half_bases = plain.backend_bytes - plain.key_bytes / 2;
+    let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(half_bases), &key, 4).unwrap();
     let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
-    assert!(chunk < key.domain_size() && limited.backend_bytes <= limit, "{limited:?}, limit {limit}");
+    assert!(chunk < key.domain_size() && limited.backend_bytes <= half_bases, "{limited:?}, limit {half_bases}");
     println!("shifted {report:?}\nresident {plain:?}\nstreamed {limited:?}");
     let cpu = Prover::new(key.clone(), Config::default()).unwrap();
     let on_cpu = cpu
         .prove_with_randomness((0..4).map(|i| (chain(16, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect())
         .unwrap();
-    for (i, (((h, r), s), c)) in shifted.iter().zip(&resident).zip(&streamed).zip(on_cpu).enumerate() {
-        let c = c.unwrap();
-        assert_eq!(h, &c, "job {i}: the shifted key's proof differs from the CPU's");
-        assert_eq!(r, &c, "job {i}: the resident key's proof differs from the CPU's");
-        assert_eq!(s, &c, "job {i}: the streamed key's proof differs from the CPU's");
+    for (i, (((h, r), s), c)) in shifted.iter().zip(&resident).zip(&streamed).zip(&on_cpu).enumerate() {
+        let c = c.as_ref().unwrap();
+        assert_eq!(h, c, "job {i}: the shifted key's proof differs from the CPU's");
+        assert_eq!(r, c, "job {i}: the resident key's proof differs from the CPU's");
+        assert_eq!(s, c, "job {i}: the streamed key's proof differs from the CPU's");
     }
+    // The same three placements, the bases read from the key's file by the backend.
+    let path = std::env::temp_dir().join(format!("pinprove-{}-placements.params", std::process::id()));
+    key.write(std::fs::File::create(&path).unwrap()).unwrap();
+    let file = pinprove::KeyFile::open(&path, pinprove::Check::OnCurve).unwrap();
+    for (limit, placement) in [(None, report), (Some(bases_only), plain), (Some(half_bases), limited)] {
+        let device = limit.map_or(device.clone(), |l| device.clone().with_memory_limit(l));
+        let (proofs, from_file) = proofs_from(&device, file.clone(), 16, 4).unwrap();
+        assert_eq!(from_file.key_placement, placement.key_placement, "{from_file:?}");
+        assert_eq!(from_file.key_bytes, placement.key_bytes, "{from_file:?}");
+        for (i, (p, c)) in proofs.iter().zip(&on_cpu).enumerate() {
+            assert_eq!(p, c.as_ref().unwrap(), "job {i}: {:?} from the file", from_file.key_placement);
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
 }
 
 /// Under the smallest memory limit at which a backend still evaluates the recorded

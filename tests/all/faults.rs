@@ -13,7 +13,7 @@ use ff::Field;
 use pinprove::backend::MsmSums;
 use pinprove::backend::Witness;
 use pinprove::backend::{Backend, CpuBackend};
-use pinprove::{prepare_verifying_key, verify_proof, PreparedVerifyingKey, ProvingKey};
+use pinprove::{prepare_verifying_key, verify_proof, KeySource, PreparedVerifyingKey, ProvingKey};
 use pinprove::{Config, Error, HeapAllocator, HostAllocator, PartitionTimings, PinnedPool, PoolConfig, Prover};
 use rand::{Rng, SeedableRng};
 
@@ -104,9 +104,9 @@ impl Backend for FaultyBackend {
 fn faulty(
     errors: &[u64],
     panics: &[u64],
-) -> impl FnOnce(&Arc<ProvingKey>) -> pinprove::Result<FaultyBackend> + Send + 'static {
+) -> impl FnOnce(&KeySource) -> pinprove::Result<FaultyBackend> + Send + 'static {
     let (errors, panics) = (errors.iter().copied().collect(), panics.iter().copied().collect());
-    move |key| Ok(FaultyBackend { inner: CpuBackend::new(Arc::clone(key))?, errors, panics, intact: false })
+    move |key| Ok(FaultyBackend { inner: CpuBackend::new(key.load()?)?, errors, panics, intact: false })
 }
 
 #[test]
@@ -222,9 +222,9 @@ fn a_partition_that_faults_on_every_device_retires_at_most_one() {
     let (key, pvk) = setup(5);
     quiet_injected_panics();
     let device = || {
-        move |key: &Arc<ProvingKey>| {
+        move |key: &KeySource| {
             let (errors, panics) = (BTreeSet::new(), BTreeSet::from([3]));
-            Ok(FaultyBackend { inner: CpuBackend::new(Arc::clone(key))?, errors, panics, intact: true })
+            Ok(FaultyBackend { inner: CpuBackend::new(key.load()?)?, errors, panics, intact: true })
         }
     };
     let prover = Prover::with_backends(

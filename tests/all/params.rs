@@ -1,12 +1,14 @@
 //! Parameter files in bellperson 0.27's layout: round trips with bellperson's own reader and
-//! writer, and every way a file can be bad giving a typed error, never a panic.
+//! writer, and every way a file can be bad giving a typed error, never a panic; a prover
+//! made from a file ([`KeyFile`]) proving bellperson's proofs.
 
 use std::io::Cursor;
 
 use bellperson::groth16 as bp;
-use blstrs::{Bls12, G1Affine};
+use blstrs::{Bls12, G1Affine, Scalar};
+use ff::Field;
 use group::prime::PrimeCurveAffine;
-use pinprove::Check;
+use pinprove::{Check, Config, KeyFile, Proof, Prover, R1cs};
 use pinprove::{Error, ProvingKey};
 use rand::{Rng, SeedableRng};
 
@@ -163,4 +165,92 @@ fn a_file_trusted_by_its_digest_is_read_only_when_the_digest_matches() {
     assert!(matches!(read(&longer, manifest), Err(Error::Digest { .. })), "a byte more is another file");
     assert!(ProvingKey::read(Cursor::new(&longer), Check::OnCurve).is_ok(), "without a digest it is read");
     assert!(matches!(read(&bytes, "not hex"), Err(Error::Config(_))));
+}
+
+/// A file under the system's temporary directory, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn with(name: &str, bytes: &[u8]) -> Self {
+        let path = std::env::temp_dir().join(format!("pinprove-{}-{name}.params", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn a_prover_made_from_a_key_file_proves_bellpersons_proofs_bit_for_bit() {
+    let (params, bytes) = bellperson_file(6);
+    let file = TempFile::with("proves", &bytes);
+    let opened = KeyFile::open(&file.0, Check::Full).unwrap();
+    assert_eq!(opened.verifying_key(), &ProvingKey::from(&params).vk);
+    assert_eq!(opened.read().unwrap(), ProvingKey::from(&params), "read batch by batch as ProvingKey::read");
+    let prover = Prover::new(opened, Config { synthesis_threads: 2, ..Config::default() }).unwrap();
+    let mut rng = rand::thread_rng();
+    let jobs: Vec<_> = (0..3u64).map(|i| (chain(6, i), Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let pvk = bp::prepare_verifying_key(&params.vk);
+    for ((c, r, s), ours) in jobs.clone().into_iter().zip(prover.prove_with_randomness(jobs).unwrap()) {
+        let ours = ours.unwrap();
+        let inputs = c.public_inputs();
+        assert_eq!(ours, Proof::from(&bp::create_proof::<Bls12, _, _>(c, &params, r, s).unwrap()));
+        assert!(bp::verify_proof(&pvk, &bp::Proof::from(ours), &inputs).unwrap());
+    }
+    prover.shutdown();
+}
+
+#[test]
+fn a_key_file_is_refused_when_its_digest_differs_or_it_changed_since_it_was_opened() {
+    let (params, bytes) = bellperson_file(6);
+    let file = TempFile::with("refused", &bytes);
+    let digest: String = blake2b_simd::Params::new().hash_length(64).hash(&bytes).as_bytes()[..16]
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect();
+    let config = Config { synthesis_threads: 2, ..Config::default() };
+    let open = || KeyFile::open(&file.0, Check::OnCurve).unwrap();
+    assert_eq!(open().with_digest(&digest).unwrap().read().unwrap(), ProvingKey::from(&params));
+    let wrong = if digest.starts_with('0') { digest.replacen('0', "1", 1) } else { format!("0{}", &digest[1..]) };
+    let refused = Prover::new(open().with_digest(&wrong).unwrap(), config).err();
+    assert!(matches!(refused, Some(Error::Digest { got, .. }) if got == digest), "refused when the prover is made");
+    assert!(matches!(open().with_digest("not hex"), Err(Error::Config(_))));
+
+    // Another key of the same shape written over the file once it is opened.
+    let opened = open();
+    let (_, other) = bellperson_file(6);
+    std::fs::write(&file.0, &other).unwrap();
+    assert!(matches!(opened.read(), Err(Error::Decode { ref what, .. }) if what == "the verifying key"));
+    std::fs::write(&file.0, &bytes[..bytes.len() - 1]).unwrap();
+    assert!(matches!(KeyFile::open(&file.0, Check::OnCurve), Err(Error::Decode { .. })), "truncated");
+    std::fs::write(&file.0, &bytes).unwrap();
+    let mut longer_h = bytes.clone();
+    let h_count = 864 + 4 + 96 * params.vk.ic.len();
+    longer_h[h_count + 3] += 1; // one point more in h than in the file
+    std::fs::write(&file.0, &longer_h).unwrap();
+    assert!(KeyFile::open(&file.0, Check::OnCurve).is_err(), "counts disagreeing with the file");
+    std::fs::write(&file.0, &bytes).unwrap();
+    let opened = open();
+    std::fs::write(&file.0, &longer_h).unwrap();
+    assert!(matches!(opened.read(), Err(Error::Decode { .. })), "changed counts");
+    assert!(matches!(KeyFile::open("/nonexistent/pinprove.params", Check::OnCurve), Err(Error::Io(_))));
+}
+
+#[test]
+fn a_key_file_takes_its_circuits_recording_and_refuses_another_circuits() {
+    let (params, bytes) = bellperson_file(6);
+    let file = TempFile::with("recording", &bytes);
+    let opened = KeyFile::open(&file.0, Check::OnCurve).unwrap();
+    let recorded = opened.clone().with_r1cs(R1cs::record(chain(6, 0)).unwrap()).unwrap();
+    let prover = Prover::new(recorded, Config { synthesis_threads: 2, ..Config::default() }).unwrap();
+    assert!(prover.is_witness_only());
+    let (r, s) = (Scalar::from(5), Scalar::from(7));
+    let ours = prover.prove_with_randomness(vec![(chain(6, 2), r, s)]).unwrap().remove(0).unwrap();
+    assert_eq!(ours, Proof::from(&bp::create_proof::<Bls12, _, _>(chain(6, 2), &params, r, s).unwrap()));
+    prover.shutdown();
+    assert!(matches!(opened.with_r1cs(R1cs::record(chain(7, 0)).unwrap()), Err(Error::Shape { .. })));
 }

@@ -1,7 +1,6 @@
 //! The Prover's pipeline: the throttle's bound, failure isolation, no deadlock, no lost buffer,
 //! steady state after prewarm, timings.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
@@ -10,7 +9,7 @@ use ff::Field;
 use pinprove::backend::MsmSums;
 use pinprove::backend::Witness;
 use pinprove::backend::{Backend, CpuBackend};
-use pinprove::{prepare_verifying_key, verify_proof, ProvingKey};
+use pinprove::{prepare_verifying_key, verify_proof, KeySource};
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Prover};
 
 use crate::circuits::{Faulty, MimcChain};
@@ -45,7 +44,7 @@ fn the_channel_bounds_partitions_in_flight_with_one_and_three_devices() {
         let factories: Vec<_> = (0..devices)
             .map(|_| {
                 let gate = gate.clone();
-                move |key: &Arc<ProvingKey>| Ok(Gated { inner: CpuBackend::new(Arc::clone(key))?, gate })
+                move |key: &KeySource| Ok(Gated { inner: CpuBackend::new(key.load()?)?, gate })
             })
             .collect();
         let prover =
@@ -142,7 +141,7 @@ fn bad_configuration_is_refused() {
     let mut bad = key(4);
     bad.h.pop();
     assert!(matches!(Prover::new(bad, config(1, 1)), Err(Error::InvalidKey(_))));
-    let failing = |_: &Arc<ProvingKey>| -> pinprove::Result<CpuBackend> { Err(Error::Backend("no device".into())) };
+    let failing = |_: &KeySource| -> pinprove::Result<CpuBackend> { Err(Error::Backend("no device".into())) };
     let r = Prover::with_backends(key(4), config(1, 1), PinnedPool::new(PoolConfig::default()), vec![failing]);
     assert!(matches!(r, Err(Error::Backend(m)) if m == "no device"));
 }
@@ -422,7 +421,7 @@ fn the_proving_thread_is_named_for_what_it_is() {
         }
     }
     let (names, name) = crossbeam_channel::unbounded();
-    let factory = move |key: &Arc<ProvingKey>| Ok(Named(CpuBackend::new(Arc::clone(key))?, names));
+    let factory = move |key: &KeySource| Ok(Named(CpuBackend::new(key.load()?)?, names));
     let prover =
         Prover::with_backends(key(5), config(1, 1), PinnedPool::new(PoolConfig::default()), vec![factory]).unwrap();
     assert!(prover.prove(vec![chain(5, 1)]).unwrap()[0].is_ok());

@@ -194,8 +194,9 @@ fn a_prover_keeps_no_key_of_its_own_and_proves_the_same() {
     let r1cs = std::sync::Arc::new(pinprove::R1cs::record(circuit.clone()).unwrap());
     let key = std::sync::Arc::new(ProvingKey::from(&params).with_r1cs(std::sync::Arc::clone(&r1cs)).unwrap());
     let config = Config { synthesis_threads: 2, ..Config::default() };
-    let own = |k: &std::sync::Arc<ProvingKey>| {
-        let mut copy = ProvingKey::clone(k);
+    let own = |k: &pinprove::KeySource| {
+        let k = k.load()?;
+        let mut copy = ProvingKey::clone(&k);
         copy.r1cs = k.r1cs.as_deref().map(|r| std::sync::Arc::new(r.clone()));
         Ok(OwnCopy(pinprove::backend::CpuBackend::new(std::sync::Arc::new(copy))?))
     };

@@ -1,6 +1,6 @@
 //! Helpers every test module of the suite uses.
 
-use pinprove::{generate_random_parameters, ProvingKey};
+use pinprove::{generate_random_parameters, KeySource, ProvingKey};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,8 @@ pub(crate) fn config(threads: usize, depth: usize) -> Config {
 }
 
 /// A CPU backend for `key`, as a factory of `Prover::with_backends`.
-pub(crate) fn cpu(key: &Arc<ProvingKey>) -> pinprove::Result<CpuBackend> {
-    CpuBackend::new(Arc::clone(key))
+pub(crate) fn cpu(key: &KeySource) -> pinprove::Result<CpuBackend> {
+    CpuBackend::new(key.load()?)
 }
 
 /// Bytes of the pool buffers one partition of `key` holds (a zero-length buffer takes 1 byte).
@@ -94,7 +94,7 @@ impl<B: Backend> Backend for FaultyDevice<B> {
     }
 }
 
-pub(crate) type DeviceFactory<B> = Box<dyn FnOnce(&Arc<ProvingKey>) -> pinprove::Result<FaultyDevice<B>> + Send>;
+pub(crate) type DeviceFactory<B> = Box<dyn FnOnce(&KeySource) -> pinprove::Result<FaultyDevice<B>> + Send>;
 
 /// One factory per `(fault_at, panic)`, each wrapping a backend `make` builds.
 pub(crate) fn faulty_devices<B, F>(
@@ -104,14 +104,14 @@ pub(crate) fn faulty_devices<B, F>(
 ) -> Vec<DeviceFactory<B>>
 where
     B: Backend + 'static,
-    F: Fn(&Arc<ProvingKey>) -> pinprove::Result<B> + Clone + Send + 'static,
+    F: Fn(&KeySource) -> pinprove::Result<B> + Clone + Send + 'static,
 {
     let faulted = Arc::new(Mutex::new(Vec::new()));
     faults
         .iter()
         .map(|&(fault_at, panic)| {
             let (proved, faulted, make) = (Arc::clone(proved), Arc::clone(&faulted), make.clone());
-            Box::new(move |key: &Arc<ProvingKey>| {
+            Box::new(move |key: &KeySource| {
                 Ok(FaultyDevice { inner: make(key)?, seen: 0, fault_at, panic, proved, faulted })
             }) as DeviceFactory<B>
         })

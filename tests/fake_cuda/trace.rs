@@ -3,9 +3,9 @@
 //! 2^0..2^12; G1 and G2 MSMs over plain and shifted bases at several sizes and windows;
 //! dense, sparse and sha256 keys placed shifted, resident (under a memory limit) and
 //! streamed (a smaller one), each proving a partition; recorded constraints resident and
-//! streamed in chunks. `TRACE_PART` picks parts: ntt, small, large (2^14 MSMs), keys. Its
-//! results are not checked (the fake runs no kernel): its log of launches and copies is the
-//! output, compared between builds.
+//! streamed in chunks; a key read from its file, placed the three ways. `TRACE_PART` picks
+//! parts: ntt, small, large (2^14 MSMs), keys, files. Its results are not checked (the fake
+//! runs no kernel): its log of launches and copies is the output, compared between builds.
 #[path = "../../examples/common/mod.rs"]
 mod common;
 
@@ -16,7 +16,7 @@ use pinprove::backend::cuda::CudaDevice;
 use pinprove::backend::Backend;
 use pinprove::internal::cuda::{BasesLayout, Transform};
 use pinprove::internal::{synthesize, synthesize_witness};
-use pinprove::{PartitionTimings, PinnedPool, PoolConfig, R1cs};
+use pinprove::{Check, KeyFile, KeySource, PartitionTimings, PinnedPool, PoolConfig, R1cs};
 
 fn part(name: &str) -> bool {
     std::env::var("TRACE_PART").map_or(true, |p| p.split(',').any(|x| x == name))
@@ -27,6 +27,9 @@ fn main() {
     single_kernels(&device);
     if part("keys") {
         keys(&device);
+    }
+    if part("files") {
+        files(&device);
     }
 }
 
@@ -99,6 +102,30 @@ fn keys(device: &CudaDevice) {
             }
         }
     }
+}
+
+/// A key read from its file by the backend, placed shifted, resident and streamed, each
+/// proving a partition: the launches of `keys`' dense 2^10 key, the bases' copies in the
+/// file's batches.
+fn files(device: &CudaDevice) {
+    let pool = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());
+    let key = timing_key(Shape::Dense, 10, 3);
+    let path = std::env::temp_dir().join(format!("pinprove-trace-{}.params", std::process::id()));
+    key.write(std::fs::File::create(&path).unwrap()).unwrap();
+    let file = KeySource::from(KeyFile::open(&path, Check::OnCurve).unwrap());
+    for limit in limits(device, &key) {
+        let d = match limit {
+            Some(l) => device.clone().with_memory_limit(l),
+            None => device.clone(),
+        };
+        let mut gpu = d.backend_from(&file).unwrap();
+        println!("dense 2^10 from its file, limit {limit:?}: {:?}", d.report().key_placement);
+        let mut w = synthesize(Chain::new(Shape::Dense, 10, 5), &key, &pool).unwrap();
+        let mut t = PartitionTimings::default();
+        gpu.h(&mut w, &mut t).unwrap();
+        gpu.msm(&w, &mut t).unwrap();
+    }
+    std::fs::remove_file(&path).unwrap();
 }
 
 /// No memory limit (shifted bases), then one that leaves the bases alone, then one that

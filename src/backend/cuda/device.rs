@@ -15,9 +15,10 @@ use super::ffi::msm::MsmKernels;
 use super::ffi::ntt::NttKernels;
 use super::ffi::r1cs::R1csKernels;
 use super::ffi::{from_cust, memory_info, Fatbin, PinnedAllocator, Staging};
+use super::key::HostKey;
 use super::{CudaBackend, KeyPlacement};
 use crate::error::{Error, Result};
-use crate::groth16::ProvingKey;
+use crate::groth16::{KeySource, ProvingKey};
 use crate::pool::{PinnedPool, PoolConfig};
 
 /// What a device's backend reports once it holds the key: read with [`CudaDevice::report`].
@@ -130,14 +131,27 @@ impl CudaDevice {
     /// [`Error::DeviceOutOfMemory`] when the key and its working memory do not fit;
     /// [`Error::Cuda`] when the context, stream, kernels or staging buffers cannot be made.
     pub fn backend(&self, key: &ProvingKey) -> Result<CudaBackend> {
-        CudaBackend::new(self, key)
+        CudaBackend::new(self, HostKey::Memory(key))
+    }
+
+    /// As [`backend`](Self::backend), the key from `source`: a parameter file's points go
+    /// from the file to the device (or, streamed, to page-locked host memory) a batch at a
+    /// time, never whole through pageable host memory.
+    ///
+    /// # Errors
+    /// As [`backend`](Self::backend), and as [`KeyFile::read`](crate::KeyFile::read) for the file's.
+    pub fn backend_from(&self, source: &KeySource) -> Result<CudaBackend> {
+        match source {
+            KeySource::Memory(key) => CudaBackend::new(self, HostKey::Memory(key)),
+            KeySource::File(file) => CudaBackend::new(self, HostKey::File(file)),
+        }
     }
 
     /// A factory for [`Prover::with_backends`](crate::Prover::with_backends): builds the
     /// backend, and uploads the key, on its proving thread.
-    pub fn backend_factory(&self) -> impl FnOnce(&Arc<ProvingKey>) -> Result<CudaBackend> + Send + 'static {
+    pub fn backend_factory(&self) -> impl FnOnce(&KeySource) -> Result<CudaBackend> + Send + 'static {
         let device = self.clone();
-        move |key| device.backend(key)
+        move |source| device.backend_from(source)
     }
 }
 

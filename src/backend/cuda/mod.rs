@@ -53,7 +53,7 @@ use parking_lot::Mutex;
 use self::device::Gpu;
 use self::ffi::msm::{G1, G2};
 use self::ffi::{download, from_cust, mark, memory_info, upload, wait_for, DeviceVec, InFlight};
-use self::key::{g1_msm_lengths, key_bytes, HeldKey};
+use self::key::{g1_msm_lengths, key_bytes, HeldKey, HostKey};
 use self::msm::Msms;
 use self::ntt::DeviceDomain;
 use self::partition::{event, AbcSource, DeviceScalars, PartitionEvents, WindowSums};
@@ -86,8 +86,9 @@ pub struct CudaBackend {
 impl CudaBackend {
     /// A backend on `device` holding `key`: every buffer a partition needs, then the key's
     /// recorded constraints and bases placed as they fit; reported to the device.
-    fn new(device: &CudaDevice, key: &ProvingKey) -> Result<Self> {
-        let m = key.domain_size();
+    fn new(device: &CudaDevice, key: HostKey<'_>) -> Result<Self> {
+        let shape = key.shape();
+        let m = shape.domain_size();
         if m > u32::MAX as usize {
             return Err(Error::DeviceLimit {
                 what: "domain size (the kernels' 32-bit lengths)",
@@ -98,26 +99,27 @@ impl CudaBackend {
         let gpu = Gpu::open(device)?;
         let epoch = event()?;
         epoch.record(&gpu.stream).map_err(from_cust)?;
-        let domain = DeviceDomain::new(&gpu.ntt, key.domain_size(), &gpu.stream)?;
-        let (scalars, sums, events) = (DeviceScalars::new(key)?, WindowSums::new()?, PartitionEvents::new()?);
+        let domain = DeviceDomain::new(&gpu.ntt, m, &gpu.stream)?;
+        let (scalars, sums, events) = (DeviceScalars::new(&shape)?, WindowSums::new()?, PartitionEvents::new()?);
         gpu.budget.check(0)?;
         let held = key::place(&gpu, key)?;
         gpu.stream.synchronize().map_err(from_cust)?;
         let lock = Arc::clone(&device.lock);
-        let lengths = g1_msm_lengths(key);
+        let lengths = g1_msm_lengths(&shape);
         let backend = CudaBackend { lengths, domain, scalars, held, sums, events, epoch, lock, gpu };
-        backend.report(device, key)?;
+        backend.report(device, key.points())?;
         Ok(backend)
     }
 
     /// Tells `device` where the key went and what the backend holds.
-    fn report(&self, device: &CudaDevice, key: &ProvingKey) -> Result<()> {
+    /// `points` counts the key's bases (h, l, a, b_g1, b_g2).
+    fn report(&self, device: &CudaDevice, points: [usize; 5]) -> Result<()> {
         let (free, total) = memory_info()?;
         let mut report = device.report.lock();
         let (bases, r1cs) = (&self.held.bases, self.held.r1cs.as_ref());
         let shifted = bases.placement() == KeyPlacement::Shifted;
-        report.key_bytes = key_bytes(key, g1_msm_lengths(key), false);
-        report.shifted_bytes = if shifted { key_bytes(key, g1_msm_lengths(key), true) } else { 0 };
+        report.key_bytes = key_bytes(points, self.lengths, false);
+        report.shifted_bytes = if shifted { key_bytes(points, self.lengths, true) } else { 0 };
         report.key_placement = bases.placement();
         report.r1cs_bytes = r1cs.map_or(0, DeviceR1cs::bytes);
         report.r1cs_chunk = r1cs.and_then(DeviceR1cs::chunk_entries);

@@ -9,7 +9,7 @@ use cust::event::{Event, EventFlags};
 use super::ffi::{from_cust, DeviceVec};
 use super::msm::MAX_WINDOWS;
 use crate::error::{Error, Result};
-use crate::groth16::ProvingKey;
+use crate::groth16::KeyShape;
 use crate::synth::{Evaluated, Witness};
 use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
 
@@ -23,7 +23,7 @@ pub(super) struct DeviceScalars {
 
 impl DeviceScalars {
     /// Room for the scalars of a partition of `key`.
-    pub(super) fn new(key: &ProvingKey) -> Result<Self> {
+    pub(super) fn new(key: &KeyShape) -> Result<Self> {
         Ok(DeviceScalars {
             aux: DeviceVec::new(key.num_aux())?,
             a: DeviceVec::new(key.a_len())?,

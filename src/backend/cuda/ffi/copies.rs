@@ -51,16 +51,31 @@ pub(crate) fn upload<'a, T: HostElem>(
     direct: bool,
     dst: &DeviceVec<T>,
 ) -> Result<InFlight<'a>> {
-    assert!(dst.len() >= src.len(), "device vector of {} < {} elements", dst.len(), src.len());
+    upload_at(stream, staging, src, direct, (dst, 0))
+}
+
+/// Enqueues the upload of `src` to `dst` from element `at` on, as [`upload`] does.
+///
+/// # Panics
+/// If `dst` holds fewer than `at + src.len()` elements.
+pub(crate) fn upload_at<'a, T: HostElem>(
+    stream: &'a Stream,
+    staging: &Staging,
+    src: &'a [T],
+    direct: bool,
+    (dst, at): (&DeviceVec<T>, usize),
+) -> Result<InFlight<'a>> {
+    assert!(dst.len() >= at + src.len(), "device vector of {} < {at} + {} elements", dst.len(), src.len());
     let bytes = src.len() * T::BYTES;
     let guard = InFlight { stream, _host: PhantomData };
     // SAFETY: `src` is `bytes` of plain data (HostElem) borrowed by the guard until the stream
-    // is synchronised; `dst` holds at least `bytes` in this context (asserted).
+    // is synchronised; `dst` holds at least `bytes` from element `at` in this context
+    // (asserted).
     unsafe {
         if direct {
-            copy_h2d(dst.addr(0), src.as_ptr().cast(), bytes, stream)?;
+            copy_h2d(dst.addr(at), src.as_ptr().cast(), bytes, stream)?;
         } else {
-            staging.upload(src.as_ptr().cast(), dst.addr(0), bytes, stream)?;
+            staging.upload(src.as_ptr().cast(), dst.addr(at), bytes, stream)?;
         }
     }
     Ok(guard)

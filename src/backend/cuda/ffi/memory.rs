@@ -355,6 +355,19 @@ pub(crate) struct HostPinned<T: HostElem> {
 unsafe impl<T: HostElem> Send for HostPinned<T> {}
 
 impl<T: HostElem> HostPinned<T> {
+    /// `len` elements of zero bytes in fresh page-locked memory (the context must be
+    /// current), to be filled in place.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when the host cannot pin that much.
+    pub(crate) fn zeroed(len: usize) -> Result<Self> {
+        let bytes = len.checked_mul(T::BYTES).ok_or(Error::OutOfMemory { requested: usize::MAX })?.max(1);
+        let ptr = host_alloc(bytes).ok_or(Error::OutOfMemory { requested: bytes })?;
+        // SAFETY: the block holds `bytes` writable bytes, owned by nothing else yet.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, bytes) };
+        Ok(HostPinned { ptr, len, _element: PhantomData })
+    }
+
     /// Copies `src` into fresh page-locked memory (the context must be current).
     ///
     /// # Errors
@@ -374,6 +387,14 @@ impl<T: HostElem> std::ops::Deref for HostPinned<T> {
     fn deref(&self) -> &[T] {
         // SAFETY: `len` elements of T were copied in by `copy_of` and live as long as self.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast(), self.len) }
+    }
+}
+
+impl<T: HostElem> std::ops::DerefMut for HostPinned<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: `len` elements of T, initialised (copied in, or zero bytes: a valid T, as
+        // every bit pattern of a HostElem is), owned by self, borrowed mutably here alone.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast(), self.len) }
     }
 }
 

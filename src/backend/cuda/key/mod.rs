@@ -7,6 +7,7 @@ mod placement;
 
 pub(crate) use placement::{place, HeldKey};
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G2Affine};
@@ -16,7 +17,41 @@ use super::ffi::msm::{MsmKernels, G1, G2};
 use super::ffi::{DeviceVec, HostPinned, Staging};
 use super::msm::{copies, shifted_window_bits, Bases, DeviceBases};
 use crate::error::Result;
-use crate::groth16::ProvingKey;
+use crate::groth16::{KeyFile, KeyShape, ProvingKey};
+use crate::r1cs::R1cs;
+
+/// The key a backend is made from: in host memory, or in its parameter file, whose points
+/// go straight to the device (or to pinned host memory when streamed), never whole through
+/// pageable host memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum HostKey<'a> {
+    Memory(&'a ProvingKey),
+    File(&'a KeyFile),
+}
+
+impl<'a> HostKey<'a> {
+    pub(crate) fn shape(&self) -> KeyShape {
+        match self {
+            HostKey::Memory(key) => key.shape(),
+            HostKey::File(file) => file.shape(),
+        }
+    }
+
+    /// Points of h, l, a, b_g1 and b_g2.
+    pub(crate) fn points(&self) -> [usize; 5] {
+        match self {
+            HostKey::Memory(key) => [key.h.len(), key.l.len(), key.a.len(), key.b_g1.len(), key.b_g2.len()],
+            HostKey::File(file) => file.lengths(),
+        }
+    }
+
+    pub(crate) fn r1cs(&self) -> Option<&'a Arc<R1cs>> {
+        match self {
+            HostKey::Memory(key) => key.r1cs.as_ref(),
+            HostKey::File(file) => file.r1cs(),
+        }
+    }
+}
 
 /// Where a backend keeps the proving key's bases, decided when the backend is made
 /// ([`CudaDevice::backend`](super::CudaDevice::backend)), the first that fits in the device
@@ -63,7 +98,7 @@ impl DeviceKey {
     /// Uploads `key`'s bases, and when `shifted` makes their copies for the MSMs of
     /// `msm_lengths` (H, L, A, B) scalars (the stream is synchronised before this returns).
     pub(crate) fn resident(
-        key: &ProvingKey,
+        key: HostKey<'_>,
         msm_lengths: [usize; 4],
         shifted: bool,
         kernels: &MsmKernels,
@@ -72,27 +107,67 @@ impl DeviceKey {
         let start = Instant::now();
         let shift = |n| shift_for(shifted, n);
         let [h, l, a, b] = msm_lengths;
-        let g1 = |host: &[G1Affine], n| DeviceBases::upload::<G1>(host, shift(n), kernels, stream, staging);
-        let g1 = [g1(&key.h, h)?, g1(&key.l, l)?, g1(&key.a, a)?, g1(&key.b_g1, b)?];
-        // The B scalars' plan serves G1 and G2 alike: the same window bits.
-        let b_g2 = DeviceBases::upload::<G2>(&key.b_g2, shift(b), kernels, stream, staging)?;
+        let (g1, b_g2) = match key {
+            HostKey::Memory(key) => {
+                let g1 = |host: &[G1Affine], n| DeviceBases::upload::<G1>(host, shift(n), kernels, stream, staging);
+                let g1 = [g1(&key.h, h)?, g1(&key.l, l)?, g1(&key.a, a)?, g1(&key.b_g1, b)?];
+                // The B scalars' plan serves G1 and G2 alike: the same window bits.
+                (g1, DeviceBases::upload::<G2>(&key.b_g2, shift(b), kernels, stream, staging)?)
+            }
+            HostKey::File(file) => {
+                let [ph, pl, pa, pb, pb2] = file.lengths();
+                let alloc = |points, n| DeviceBases::alloc(points, shift(n));
+                let g1 = [alloc(ph, h)?, alloc(pl, l)?, alloc(pa, a)?, alloc(pb, b)?];
+                let b_g2 = DeviceBases::alloc(pb2, shift(b))?;
+                file.read_points(
+                    |q, first, batch| g1[q].fill(first, batch, stream, staging),
+                    |first, batch| b_g2.fill(first, batch, stream, staging),
+                )?;
+                for bases in &g1 {
+                    bases.shift_copies::<G1>(kernels, stream)?;
+                }
+                b_g2.shift_copies::<G2>(kernels, stream)?;
+                (g1, b_g2)
+            }
+        };
         Ok(DeviceKey::Resident { g1, b_g2, upload: start.elapsed() })
     }
 
     /// Allocates two device chunks of `chunk` points per group and, once `fits` agrees, pins
     /// a copy of `key`'s bases.
-    pub(crate) fn streamed(key: &ProvingKey, chunk: usize, fits: impl Fn() -> Result<()>) -> Result<Self> {
+    pub(crate) fn streamed(key: HostKey<'_>, chunk: usize, fits: impl Fn() -> Result<()>) -> Result<Self> {
         let g1_slots = [DeviceVec::new(chunk)?, DeviceVec::new(chunk)?];
         let g2_slots = [DeviceVec::new(chunk)?, DeviceVec::new(chunk)?];
         fits()?;
         let start = Instant::now();
-        let g1 = [
-            HostPinned::copy_of(&key.h)?,
-            HostPinned::copy_of(&key.l)?,
-            HostPinned::copy_of(&key.a)?,
-            HostPinned::copy_of(&key.b_g1)?,
-        ];
-        let b_g2 = HostPinned::copy_of(&key.b_g2)?;
+        let (g1, b_g2) = match key {
+            HostKey::Memory(key) => {
+                let g1 = [&key.h, &key.l, &key.a, &key.b_g1].map(|q| HostPinned::copy_of(q));
+                let [h, l, a, b] = g1;
+                ([h?, l?, a?, b?], HostPinned::copy_of(&key.b_g2)?)
+            }
+            HostKey::File(file) => {
+                let [ph, pl, pa, pb, pb2] = file.lengths();
+                let mut g1 = [
+                    HostPinned::zeroed(ph)?,
+                    HostPinned::zeroed(pl)?,
+                    HostPinned::zeroed(pa)?,
+                    HostPinned::zeroed(pb)?,
+                ];
+                let mut b_g2 = HostPinned::zeroed(pb2)?;
+                file.read_points(
+                    |q, first, batch| {
+                        g1[q][first..first + batch.len()].copy_from_slice(batch);
+                        Ok(())
+                    },
+                    |first, batch| {
+                        b_g2[first..first + batch.len()].copy_from_slice(batch);
+                        Ok(())
+                    },
+                )?;
+                (g1, b_g2)
+            }
+        };
         Ok(DeviceKey::Streamed { g1, b_g2, g1_slots, g2_slots, pinning: start.elapsed() })
     }
 
@@ -132,18 +207,18 @@ impl DeviceKey {
     }
 }
 
-/// Bytes of `key`'s bases, and with `shifted` their copies for MSMs of `msm_lengths` (H, L,
-/// A, B) scalars: what [`DeviceKey::resident`] allocates.
-pub(crate) fn key_bytes(key: &ProvingKey, msm_lengths: [usize; 4], shifted: bool) -> usize {
+/// Bytes of a key's bases (`points` of h, l, a, b_g1 and b_g2), and with `shifted` their
+/// copies for MSMs of `msm_lengths` (H, L, A, B) scalars: what [`DeviceKey::resident`]
+/// allocates.
+pub(crate) fn key_bytes(points: [usize; 5], msm_lengths: [usize; 4], shifted: bool) -> usize {
     let copies_for = |n| copies(shift_for(shifted, n));
-    let bases = [&key.h, &key.l, &key.a, &key.b_g1];
-    let g1: usize =
-        bases.iter().zip(msm_lengths).map(|(q, n)| copies_for(n) * std::mem::size_of_val(q.as_slice())).sum();
-    g1 + copies_for(msm_lengths[3]) * std::mem::size_of_val(key.b_g2.as_slice())
+    let g1 = std::mem::size_of::<G1Affine>();
+    let bases: usize = points[..4].iter().zip(msm_lengths).map(|(&p, n)| copies_for(n) * p * g1).sum();
+    bases + copies_for(msm_lengths[3]) * points[4] * std::mem::size_of::<G2Affine>()
 }
 
 /// Points of the four G1 MSMs of `key`: H (the domain less one), L, A, B.
-pub(crate) fn g1_msm_lengths(key: &ProvingKey) -> [usize; 4] {
+pub(crate) fn g1_msm_lengths(key: &KeyShape) -> [usize; 4] {
     [key.domain_size() - 1, key.num_aux(), key.a_len(), key.b_len()]
 }
 

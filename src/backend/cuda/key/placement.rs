@@ -6,13 +6,12 @@
 
 use std::sync::Arc;
 
-use super::{g1_msm_lengths, key_bytes, DeviceKey, KeyPlacement};
+use super::{g1_msm_lengths, key_bytes, DeviceKey, HostKey, KeyPlacement};
 use crate::backend::cuda::device::Gpu;
 use crate::backend::cuda::ffi::msm::{G1, G2};
 use crate::backend::cuda::msm::{check_sort_limits, plan_window_bits, MsmScratch};
 use crate::backend::cuda::r1cs::{device_bytes, streamed_bytes, DeviceR1cs};
 use crate::error::{Error, Result};
-use crate::groth16::ProvingKey;
 use crate::r1cs::R1cs;
 
 /// Fewest points per chunk of streamed bases: below this the chunks' sums would be mostly
@@ -54,8 +53,8 @@ pub(crate) struct HeldKey {
 ///
 /// # Errors
 /// [`Error::DeviceOutOfMemory`] when not even streamed bases fit; [`Error::Cuda`].
-pub(crate) fn place(gpu: &Gpu, key: &ProvingKey) -> Result<HeldKey> {
-    let tries = match key.r1cs {
+pub(crate) fn place(gpu: &Gpu, key: HostKey<'_>) -> Result<HeldKey> {
+    let tries = match key.r1cs() {
         Some(_) => &[Recording::Resident, Recording::Streamed, Recording::StreamedSmallest, Recording::Absent][..],
         None => &[Recording::Absent][..],
     };
@@ -67,7 +66,7 @@ pub(crate) fn place(gpu: &Gpu, key: &ProvingKey) -> Result<HeldKey> {
                 log::info!("the key's bases do not fit beside its recorded constraints {recording:?} ({e})");
             }
             bases => {
-                if recording == Recording::Absent && key.r1cs.is_some() {
+                if recording == Recording::Absent && key.r1cs().is_some() {
                     log::warn!("the recorded constraints do not fit on the device: circuits are synthesized in full");
                 }
                 return Ok(HeldKey { bases: bases?, r1cs, scratch });
@@ -79,8 +78,8 @@ pub(crate) fn place(gpu: &Gpu, key: &ProvingKey) -> Result<HeldKey> {
 
 /// The key's recorded constraints held as `recording` says, when they fit: `Some` with them
 /// (with `None` for [`Recording::Absent`]), `None` when they do not fit.
-fn hold_r1cs(gpu: &Gpu, key: &ProvingKey, recording: Recording) -> Result<Option<Option<DeviceR1cs>>> {
-    let r1cs = match (&key.r1cs, recording) {
+fn hold_r1cs(gpu: &Gpu, key: HostKey<'_>, recording: Recording) -> Result<Option<Option<DeviceR1cs>>> {
+    let r1cs = match (key.r1cs(), recording) {
         (None, Recording::Absent) | (Some(_), Recording::Absent) => return Ok(Some(None)),
         (None, _) => return Ok(None),
         (Some(r1cs), _) => r1cs,
@@ -130,7 +129,7 @@ fn streamed_chunks(r1cs: &Arc<R1cs>, recording: Recording) -> Vec<usize> {
 ///
 /// # Errors
 /// [`Error::DeviceOutOfMemory`] when not even streamed bases fit.
-fn place_bases(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<DeviceKey> {
+fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let held = match resident_key(gpu, key, true, scratch) {
         Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
             log::info!("the key's shifted bases and their scratch do not fit ({e}): the bases alone");
@@ -149,21 +148,21 @@ fn place_bases(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<
 }
 
 /// The key's bases on the device, `shifted` or not, with scratch for whole MSMs.
-fn resident_key(gpu: &Gpu, key: &ProvingKey, shifted: bool, scratch: &mut MsmScratch) -> Result<DeviceKey> {
-    let lengths = g1_msm_lengths(key);
+fn resident_key(gpu: &Gpu, key: HostKey<'_>, shifted: bool, scratch: &mut MsmScratch) -> Result<DeviceKey> {
+    let lengths = g1_msm_lengths(&key.shape());
     for n in lengths {
         check_sort_limits(n, plan_window_bits(n, shifted), shifted)?;
     }
     let placement = if shifted { KeyPlacement::Shifted } else { KeyPlacement::Resident };
     reserve_scratch(gpu, key, placement, scratch)?;
-    gpu.budget.check(key_bytes(key, lengths, shifted))?;
+    gpu.budget.check(key_bytes(key.points(), lengths, shifted))?;
     DeviceKey::resident(key, lengths, shifted, &gpu.msm, (&gpu.stream, &gpu.staging))
 }
 
 /// Streamed bases in the largest power-of-two chunk (at least MIN_STREAMED_CHUNK) whose
 /// buffers and scratch fit.
-fn stream_key(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<DeviceKey> {
-    let longest = g1_msm_lengths(key).into_iter().max().unwrap_or(0);
+fn stream_key(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<DeviceKey> {
+    let longest = g1_msm_lengths(&key.shape()).into_iter().max().unwrap_or(0);
     let mut chunk = longest.next_power_of_two() / 2;
     while check_sort_limits(chunk, plan_window_bits(chunk, false), false).is_err() {
         chunk /= 2;
@@ -180,13 +179,13 @@ fn stream_key(gpu: &Gpu, key: &ProvingKey, scratch: &mut MsmScratch) -> Result<D
 }
 
 /// MSM scratch for every MSM of `key` with its bases placed so.
-fn reserve_scratch(gpu: &Gpu, key: &ProvingKey, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<()> {
+fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<()> {
     let shifted = placement == KeyPlacement::Shifted;
     let chunk = match placement {
         KeyPlacement::Streamed { chunk } => chunk,
         _ => usize::MAX,
     };
-    let lengths = g1_msm_lengths(key).map(|len| len.min(chunk));
+    let lengths = g1_msm_lengths(&key.shape()).map(|len| len.min(chunk));
     for n in lengths {
         scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
     }

@@ -8,7 +8,7 @@ use cust::stream::Stream;
 use super::plan::{widest_window, SHIFTED_WINDOW_BITS};
 use super::window::window_bits;
 use crate::backend::cuda::ffi::msm::{window_width, windows_for, Group, MsmKernels};
-use crate::backend::cuda::ffi::{from_cust, upload, DeviceVec, HostElem, Staging};
+use crate::backend::cuda::ffi::{from_cust, upload_at, DeviceVec, HostElem, Staging};
 use crate::error::Result;
 
 /// One MSM's bases on the device: as the key holds them, or followed by their shifted copies
@@ -36,14 +36,32 @@ impl<T: HostElem> DeviceBases<T> {
         stream: &Stream,
         staging: &Staging,
     ) -> Result<Self> {
-        let n = host.len();
-        let points = DeviceVec::new(n * copies(shifted))?;
-        upload(stream, staging, host, false, &points)?.wait()?;
-        if let Some(c) = shifted {
-            kernels.shift::<G>(stream, &points, n, &doublings(c))?;
+        let bases = Self::alloc(host.len(), shifted)?;
+        bases.fill(0, host, stream, staging)?;
+        bases.shift_copies::<G>(kernels, stream)?;
+        Ok(bases)
+    }
+
+    /// Room for `n` bases, and their copies for `shifted` window bits, to be filled.
+    pub(crate) fn alloc(n: usize, shifted: Option<u32>) -> Result<Self> {
+        Ok(DeviceBases { points: DeviceVec::new(n * copies(shifted))?, n, shifted })
+    }
+
+    /// Uploads `points`, the bases from `first` on (pageable: through the staging chunks),
+    /// and waits for the copy.
+    pub(crate) fn fill(&self, first: usize, points: &[T], stream: &Stream, staging: &Staging) -> Result<()> {
+        assert!(first + points.len() <= self.n, "bases {first}.. of {} past {}", points.len(), self.n);
+        upload_at(stream, staging, points, false, (&self.points, first))?.wait()
+    }
+
+    /// Makes the shifted copies of the bases once they are all filled (none for plain
+    /// bases); the stream is synchronised.
+    pub(crate) fn shift_copies<G: Group<Affine = T>>(&self, kernels: &MsmKernels, stream: &Stream) -> Result<()> {
+        if let Some(c) = self.shifted {
+            kernels.shift::<G>(stream, &self.points, self.n, &doublings(c))?;
             stream.synchronize().map_err(from_cust)?;
         }
-        Ok(DeviceBases { points, n, shifted })
+        Ok(())
     }
 
     /// The window bits and the shifted copies' points (`None` for plain bases) of a plan of

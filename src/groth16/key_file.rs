@@ -1,0 +1,266 @@
+//! A proving key in its parameter file, for backends to read as they are made, and the two
+//! places a prover's key can come from ([`KeySource`]). A file is opened once for its
+//! verifying key and its queries' lengths (the points skipped, by seeking); a CUDA backend
+//! then reads the points, batch by batch, straight into its device memory (or into pinned
+//! host memory when it streams them), hashing the file in the same pass when it is trusted
+//! by its digest, so the host never holds the whole key; the CPU backend reads the whole key.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use blstrs::{G1Affine, G2Affine};
+
+use super::params::{check_digest, digest_form};
+use super::{Check, KeyShape, ProvingKey, VerifyingKey};
+use crate::decode::Reader;
+use crate::error::{Error, Result};
+use crate::r1cs::R1cs;
+
+/// The queries' names in the file's order: four of G1 points (96 bytes each), then b_g2's
+/// of G2 points (192 bytes each).
+const QUERIES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
+
+/// The error of a file that is not the one opened: `what`, at byte `offset`, differs.
+fn changed(what: &str, offset: u64) -> Error {
+    Error::Decode { what: what.to_owned(), offset, reason: "it differs from the file as it was opened" }
+}
+
+/// A parameter file in bellperson 0.27's layout ([`ProvingKey::read`]), opened: its
+/// verifying key and its queries' lengths read, its points left in the file for a prover's
+/// backends to read as they are made, a CUDA device straight into its memory.
+///
+/// # Examples
+/// ```
+/// # fn main() -> pinprove::Result<()> {
+/// # use pinprove::{Circuit, ConstraintSystem, Field, Scalar, SynthesisError};
+/// # struct Square(Scalar);
+/// # impl Circuit<Scalar> for Square {
+/// #     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+/// #         let x = cs.alloc(|| "x", || Ok(self.0))?;
+/// #         let y = cs.alloc_input(|| "y", || Ok(self.0.square()))?;
+/// #         cs.enforce(|| "x*x=y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+/// #         Ok(())
+/// #     }
+/// # }
+/// use pinprove::{Check, Config, KeyFile, Prover};
+///
+/// let key = pinprove::generate_random_parameters(Square(Scalar::ZERO), &mut pinprove::rand_core::OsRng)?;
+/// let path = std::env::temp_dir().join(format!("pinprove-doc-{}.params", std::process::id()));
+/// key.write(std::fs::File::create(&path)?)?;
+/// let file = KeyFile::open(&path, Check::OnCurve)?; // the verifying key and the lengths only
+/// assert_eq!(file.verifying_key(), &key.vk);
+/// let prover = Prover::new(file, Config { synthesis_threads: 2, ..Config::default() })?;
+/// assert!(prover.prove(vec![Square(Scalar::from(3))])?.remove(0).is_ok());
+/// prover.shutdown();
+/// # std::fs::remove_file(&path)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct KeyFile {
+    path: PathBuf,
+    check: Check,
+    /// The digest the file is trusted by (hex, lower case), checked at each read.
+    digest: Option<String>,
+    vk: VerifyingKey,
+    /// The points of h, l, a, b_g1 and b_g2.
+    lengths: [usize; 5],
+    r1cs: Option<Arc<R1cs>>,
+}
+
+impl KeyFile {
+    /// Opens the parameter file at `path`, reading its verifying key (every point checked)
+    /// and its queries' lengths; each read of its points will check them as `check` says.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be opened; [`Error::Decode`] for a verifying key
+    /// that does not decode, or a query longer than the file; [`Error::InvalidKey`] for
+    /// lengths that disagree.
+    pub fn open(path: impl AsRef<Path>, check: Check) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let mut src = Reader::new(BufReader::with_capacity(1 << 20, File::open(&path)?))?;
+        let vk = src.verifying_key()?;
+        let mut lengths = [0; 5];
+        for (k, name) in QUERIES.into_iter().enumerate() {
+            let bytes = if k < 4 { 96 } else { 192 };
+            lengths[k] = src.count(name, bytes)?;
+            src.skip(name, (lengths[k] * bytes) as u64)?;
+        }
+        if lengths[3] != lengths[4] {
+            return Err(Error::InvalidKey("b_g1 and b_g2 queries differ in length"));
+        }
+        let file = KeyFile { path, check, digest: None, vk, lengths, r1cs: None };
+        file.shape().validate()?;
+        Ok(file)
+    }
+
+    /// This file trusted by its digest, in the form of filecoin-proofs' `parameters.json`
+    /// (see [`ProvingKey::read_digested`]): every read of its points hashes the whole file
+    /// and refuses it, before anything is used, when the digest differs.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when `digest` is not 1 to 128 hex digits.
+    pub fn with_digest(mut self, digest: &str) -> Result<Self> {
+        self.digest = Some(digest_form(digest)?);
+        Ok(self)
+    }
+
+    /// This file with `r1cs`, its circuit's recorded constraints (see
+    /// [`ProvingKey::with_r1cs`]).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when the recording is not of this key's circuit shape.
+    pub fn with_r1cs(mut self, r1cs: impl Into<Arc<R1cs>>) -> Result<Self> {
+        let r1cs = r1cs.into();
+        r1cs.check_shape(&self.shape())?;
+        self.r1cs = Some(r1cs);
+        Ok(self)
+    }
+
+    /// The verifying key, read when the file was opened.
+    pub fn verifying_key(&self) -> &VerifyingKey {
+        &self.vk
+    }
+
+    /// The whole key in host memory (with the recording), checked as the file says.
+    ///
+    /// # Errors
+    /// As [`ProvingKey::read_digested`]; [`Error::Decode`] when the file changed since it was
+    /// opened.
+    pub fn read(&self) -> Result<ProvingKey> {
+        let mut g1: [Vec<G1Affine>; 4] = std::array::from_fn(|q| Vec::with_capacity(self.lengths[q]));
+        let mut b_g2 = Vec::with_capacity(self.lengths[4]);
+        self.read_points(
+            |q, _, batch| {
+                g1[q].extend_from_slice(batch);
+                Ok(())
+            },
+            |_, batch| {
+                b_g2.extend_from_slice(batch);
+                Ok(())
+            },
+        )?;
+        let [h, l, a, b_g1] = g1;
+        let mut key = ProvingKey::new(self.vk.clone(), h, l, a, b_g1, b_g2);
+        key.r1cs = self.r1cs.clone();
+        Ok(key)
+    }
+
+    /// The key's shape, from its verifying key and lengths.
+    pub(crate) fn shape(&self) -> KeyShape {
+        let [h, l, a, b, _] = self.lengths;
+        KeyShape::new(self.vk.clone(), [h, l, a, b], self.r1cs.as_deref().map(R1cs::shape))
+    }
+
+    /// Points of h, l, a, b_g1 and b_g2.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn lengths(&self) -> [usize; 5] {
+        self.lengths
+    }
+
+    /// The recorded constraints, when set.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn r1cs(&self) -> Option<&Arc<R1cs>> {
+        self.r1cs.as_ref()
+    }
+
+    /// Reads the points in the file's order, batch by batch, checked as the file says: each
+    /// G1 query's (h, l, a, b_g1: 0 to 3) to `g1(query, first point, batch)`, then b_g2's to
+    /// `g2(first, batch)`; then, for a file trusted by its digest, checks it. The file must be
+    /// the one opened.
+    ///
+    /// # Errors
+    /// As [`ProvingKey::read_digested`]; [`Error::Decode`] when the file changed since it was
+    /// opened; what `g1` and `g2` return.
+    pub(crate) fn read_points(
+        &self,
+        mut g1: impl FnMut(usize, usize, &[G1Affine]) -> Result<()>,
+        mut g2: impl FnMut(usize, &[G2Affine]) -> Result<()>,
+    ) -> Result<()> {
+        let mut src = Reader::new(BufReader::with_capacity(1 << 24, File::open(&self.path)?))?;
+        if self.digest.is_some() {
+            src.hash_all();
+        }
+        if src.verifying_key()? != self.vk {
+            return Err(changed("the verifying key", 0));
+        }
+        for (q, name) in QUERIES[..4].iter().enumerate() {
+            let at = src.offset;
+            let n = src.count(name, 96)?;
+            if n != self.lengths[q] {
+                return Err(changed(name, at));
+            }
+            src.batches(name, n, self.check, &mut |first, batch| g1(q, first, batch))?;
+        }
+        let at = src.offset;
+        let n = src.count("b_g2", 192)?;
+        if n != self.lengths[4] {
+            return Err(changed("b_g2", at));
+        }
+        src.batches("b_g2", n, self.check, &mut g2)?;
+        match &self.digest {
+            Some(expected) => check_digest(&mut src, expected),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Where a prover's key comes from: a key in host memory, or its parameter file, which each
+/// backend reads as it is made (a CUDA device straight into its memory).
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    /// A key in host memory, shared with the backends that keep it (the CPU backend).
+    Memory(Arc<ProvingKey>),
+    /// A parameter file.
+    File(Arc<KeyFile>),
+}
+
+impl KeySource {
+    /// The whole key in host memory: this one's, or read from the file (for a backend that
+    /// reads the bases on the host, as the CPU backend does).
+    ///
+    /// # Errors
+    /// As [`KeyFile::read`].
+    pub fn load(&self) -> Result<Arc<ProvingKey>> {
+        match self {
+            KeySource::Memory(key) => Ok(Arc::clone(key)),
+            KeySource::File(file) => Ok(Arc::new(file.read()?)),
+        }
+    }
+
+    /// The key's shape.
+    pub(crate) fn shape(&self) -> KeyShape {
+        match self {
+            KeySource::Memory(key) => key.shape(),
+            KeySource::File(file) => file.shape(),
+        }
+    }
+
+    /// Checks the key's invariants (a file's were checked when it was opened).
+    pub(crate) fn validate(&self) -> Result<()> {
+        match self {
+            KeySource::Memory(key) => key.validate(),
+            KeySource::File(_) => Ok(()),
+        }
+    }
+}
+
+impl From<ProvingKey> for KeySource {
+    fn from(key: ProvingKey) -> Self {
+        KeySource::Memory(Arc::new(key))
+    }
+}
+
+impl From<Arc<ProvingKey>> for KeySource {
+    fn from(key: Arc<ProvingKey>) -> Self {
+        KeySource::Memory(key)
+    }
+}
+
+impl From<KeyFile> for KeySource {
+    fn from(file: KeyFile) -> Self {
+        KeySource::File(Arc::new(file))
+    }
+}
