@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use blstrs::Bls12;
 use common::flags::Flags;
+use common::report::peak_rss;
 use common::shapes::Shape;
 use common::timing_key::timing_key;
 use pinprove::Check;
@@ -39,16 +40,6 @@ fn blake2b(path: &str) -> Result<String, Box<dyn std::error::Error>> {
         }
     }
     Ok(state.finalize().as_bytes().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Peak resident memory of this process, in bytes (Linux).
-fn peak_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok());
-    kb.unwrap_or(0u64) * 1024
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

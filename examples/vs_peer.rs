@@ -11,23 +11,27 @@ use std::io::BufReader;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::flags::Flags;
-use common::report::{ms, print_batch};
+use common::report::{ms, peak_rss, print_batch};
 use common::shapes::{Chain, Shape};
 use pinprove::backend::cuda::{CudaDevice, DeviceReport};
+use pinprove::internal::{file_partition_bytes, partition_bytes};
 use pinprove::Check;
-use pinprove::{Config, PartitionTimings, PoolConfig, Prover, ProvingKey, Scalar};
+use pinprove::{Config, KeyFile, KeySource, PartitionTimings, PoolConfig, Prover, ProvingKey, Scalar};
 use rand::Rng;
 
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --params FILE --shape dense --lg-m K \\
     [--proofs 8] [--batches 1] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1]
-    [--memory-limit GB] [--witness-only 0|1]
+    [--memory-limit GB] [--witness-only 0|1] [--key-file 0|1]
 `--batches N`: N batches of `--proofs` proofs one after the other, each reported on its own
 (one setup, several measurements).
 `--memory-limit`: the most device memory the backend may hold; a key that does not fit
 beside a partition's buffers is streamed from pinned host memory (the placement is printed).
 `--witness-only 1`: records the circuit's constraints (R1cs::record, timed) and attaches them
 to the key, so synthesis computes the witness alone and the device evaluates the constraints.
+`--key-file 1`: the prover is given the opened file (KeyFile), and the backend reads the bases
+from it into device memory, so the host never holds the whole key (the setup line prints the
+process's peak resident memory either way).
 `--timing 1`: the file is a timing-only key (`peer synth`): proofs cannot verify, so the
 prover's own verification is off. `--check 1` checks every point's subgroup on load.
 Prints, besides the stage table, the batch's start and end (Unix seconds) so that
@@ -54,6 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--check",
             "--memory-limit",
             "--witness-only",
+            "--key-file",
         ],
     )?;
     let path: String = flags.get("--params", String::new())?;
@@ -71,16 +76,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let check = if flags.get("--check", 0u8)? == 1 { Check::Full } else { Check::OnCurve };
     let memory_limit: f64 = flags.get("--memory-limit", 0.0)?;
     let witness_only = flags.get("--witness-only", 0u8)? == 1;
+    let key_file = flags.get("--key-file", 0u8)? == 1;
 
-    let start = Instant::now();
-    let key = ProvingKey::read(BufReader::with_capacity(1 << 24, File::open(&path)?), check)?;
-    let load = start.elapsed();
-    let key = if witness_only { with_recording(key, Chain::new(shape, lg_m, 0))? } else { key };
+    let recording = witness_only.then(|| Chain::new(shape, lg_m, 0));
+    let (key, partition, loaded, load) = load_key(&path, check, key_file, recording)?;
     let mut device = CudaDevice::open(0)?;
     if memory_limit > 0.0 {
         device = device.with_memory_limit((memory_limit * 1e9) as usize);
     }
-    let partition = pinprove::internal::partition_bytes(&key, witness_only)?;
     let config = Config {
         synthesis_threads: threads,
         queue_depth_per_device: depth,
@@ -92,7 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let pool = device.pinned_pool(config.pool);
     let prover = Prover::with_backends(key, config, pool, vec![device.backend_factory()])?;
-    print_setup(&prover, &device.report(), format!("{} 2^{lg_m}", shape.name()), (load, check), start.elapsed());
+    print_setup(&prover, &device.report(), format!("{} 2^{lg_m}", shape.name()), loaded, start.elapsed());
     let mut rng = rand::thread_rng();
     let circuit =
         |rng: &mut rand::rngs::ThreadRng| Chain { x0: Scalar::from(rng.gen::<u64>()), ..Chain::new(shape, lg_m, 0) };
@@ -111,8 +114,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// `key` with the constraints of `circuit` recorded, and what the recording took.
-fn with_recording(key: ProvingKey, circuit: Chain) -> Result<ProvingKey, Box<dyn std::error::Error>> {
+/// The key at `path`, as `--key-file` says: the file opened (the backend reads its bases) or
+/// read whole, with the constraints of `recording` when given; with a partition's bytes,
+/// how it was loaded (for the setup line) and how long that took.
+fn load_key(
+    path: &str,
+    check: Check,
+    key_file: bool,
+    recording: Option<Chain>,
+) -> Result<(KeySource, usize, String, Duration), Box<dyn std::error::Error>> {
+    let (start, witness_only) = (Instant::now(), recording.is_some());
+    if key_file {
+        let file = KeyFile::open(path, check)?;
+        let load = start.elapsed();
+        let how = format!("opened in {:.3} s, its bases read as they are uploaded ({check:?})", load.as_secs_f64());
+        let file = match recording {
+            Some(circuit) => file.with_r1cs(record(circuit)?)?,
+            None => file,
+        };
+        let partition = file_partition_bytes(&file, witness_only)?;
+        Ok((file.into(), partition, how, load))
+    } else {
+        let key = ProvingKey::read(BufReader::with_capacity(1 << 24, File::open(path)?), check)?;
+        let load = start.elapsed();
+        let how = format!("read in {:.2} s ({check:?})", load.as_secs_f64());
+        let key = match recording {
+            Some(circuit) => key.with_r1cs(record(circuit)?)?,
+            None => key,
+        };
+        let partition = partition_bytes(&key, witness_only)?;
+        Ok((key.into(), partition, how, load))
+    }
+}
+
+/// The constraints of `circuit` recorded, and what the recording took.
+fn record(circuit: Chain) -> Result<pinprove::R1cs, Box<dyn std::error::Error>> {
     let start = Instant::now();
     let r1cs = pinprove::R1cs::record(circuit)?;
     println!(
@@ -122,18 +158,12 @@ fn with_recording(key: ProvingKey, circuit: Chain) -> Result<ProvingKey, Box<dyn
         r1cs.entries(),
         r1cs.bytes() as f64 / 1e9
     );
-    Ok(key.with_r1cs(r1cs)?)
+    Ok(r1cs)
 }
 
 /// The prover as it was set up: where the key and the recording went, what the host and the
 /// device hold, and how long each step took.
-fn print_setup(
-    prover: &Prover,
-    report: &DeviceReport,
-    what: String,
-    (load, check): (Duration, Check),
-    setup: Duration,
-) {
+fn print_setup(prover: &Prover, report: &DeviceReport, what: String, loaded: String, setup: Duration) {
     println!(
         "witness-only: {} (recorded constraints on the device: {:.2} GB, {}); host bytes per partition in flight: {:.3} GB",
         prover.is_witness_only(),
@@ -142,12 +172,11 @@ fn print_setup(
         prover.partition_bytes() as f64 / 1e9
     );
     println!(
-        "ours on {}: {what}, key {:.2} GB read in {:.2} s ({check:?}), {:?} ({:.2} GB shifted) in {:.2} s; \
-         prover ready in {:.2} s \
-         (pool prewarmed: {:.1} GB pinned in {:.2} s); backend holds {:.2} GB; device memory used {:.1} of {:.1} GB",
+        "ours on {}: {what}, key {:.2} GB {loaded}, {:?} ({:.2} GB shifted) in {:.2} s; prover ready in {:.2} s \
+         (pool prewarmed: {:.1} GB pinned in {:.2} s); backend holds {:.2} GB; device memory used {:.1} of {:.1} GB; \
+         host peak resident {:.2} GB",
         report.name,
         report.key_bytes as f64 / 1e9,
-        load.as_secs_f64(),
         report.key_placement,
         report.shifted_bytes as f64 / 1e9,
         report.key_upload.as_secs_f64(),
@@ -157,6 +186,7 @@ fn print_setup(
         report.backend_bytes as f64 / 1e9,
         report.memory_used as f64 / 1e9,
         report.memory_total as f64 / 1e9,
+        peak_rss() as f64 / 1e9,
     );
 }
 

@@ -122,6 +122,16 @@ pub fn print_batch(proofs: usize, wall: Duration, timings: &[PartitionTimings], 
     );
 }
 
+/// Peak resident memory of this process, in bytes (Linux).
+pub fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok());
+    kb.unwrap_or(0u64) * 1024
+}
+
 /// Milliseconds.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3

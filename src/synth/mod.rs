@@ -31,7 +31,7 @@ mod witness_only;
 pub use self::witness_only::synthesize_witness;
 pub(crate) use self::witness_only::synthesize_witness_to;
 use crate::error::{Error, Result};
-use crate::groth16::{KeyShape, ProvingKey};
+use crate::groth16::{KeyFile, KeyShape, ProvingKey};
 use crate::pool::PinnedPool;
 use crate::pool::{PinnedAbcBuffers, PinnedVec};
 
@@ -195,6 +195,14 @@ pub(crate) fn witness_buffer_bytes(key: &KeyShape, witness_only: bool) -> Result
 /// [`Error::Config`] when the sizes overflow `usize`.
 pub fn partition_bytes(key: &ProvingKey, witness_only: bool) -> Result<usize> {
     shape_partition_bytes(&key.shape(), witness_only)
+}
+
+/// [`partition_bytes`] of the key in `file`.
+///
+/// # Errors
+/// As [`partition_bytes`].
+pub fn file_partition_bytes(file: &KeyFile, witness_only: bool) -> Result<usize> {
+    shape_partition_bytes(&file.shape(), witness_only)
 }
 
 /// [`partition_bytes`] of a prover's key shape.
