@@ -8,11 +8,11 @@ use bellperson::groth16 as bp;
 use blstrs::{Bls12, G1Affine, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
-use pinprove::{Check, Config, KeyFile, Proof, Prover, R1cs};
+use pinprove::{Check, Config, KeyFile, PinnedPool, PoolConfig, Proof, Prover, R1cs};
 use pinprove::{Error, ProvingKey};
 use rand::{Rng, SeedableRng};
 
-use crate::support::chain;
+use crate::support::{chain, cpu};
 
 fn bellperson_file(lg_m: u32) -> (bp::Parameters<Bls12>, Vec<u8>) {
     let params = bp::generate_random_parameters::<Bls12, _, _>(chain(lg_m, 0), &mut rand::thread_rng()).unwrap();
@@ -253,4 +253,17 @@ fn a_key_file_takes_its_circuits_recording_and_refuses_another_circuits() {
     assert_eq!(ours, Proof::from(&bp::create_proof::<Bls12, _, _>(chain(6, 2), &params, r, s).unwrap()));
     prover.shutdown();
     assert!(matches!(opened.with_r1cs(R1cs::record(chain(7, 0)).unwrap()), Err(Error::Shape { .. })));
+}
+
+#[test]
+fn a_key_file_that_fails_while_the_backends_read_it_is_an_error_and_leaves_the_pool_balanced() {
+    let (_, bytes) = bellperson_file(6);
+    let file = TempFile::with("fails", &bytes);
+    let opened = KeyFile::open(&file.0, Check::OnCurve).unwrap();
+    std::fs::write(&file.0, &bytes[..bytes.len() / 2]).unwrap(); // cut short once opened
+    let pool = PinnedPool::new(PoolConfig::default());
+    let made = Prover::with_backends(opened, Config::default(), pool.clone(), vec![cpu, cpu]);
+    assert!(matches!(made.err(), Some(Error::Decode { .. })));
+    let s = pool.stats();
+    assert_eq!((s.allocations, s.bytes_held, s.checkouts), (0, 0, 0), "nothing prewarmed for a prover not made");
 }
