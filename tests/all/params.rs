@@ -3,12 +3,14 @@
 //! made from a file ([`KeyFile`]) proving bellperson's proofs.
 
 use std::io::Cursor;
+use std::sync::Arc;
 
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, G1Affine, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
-use pinprove::{Check, Config, KeyFile, PinnedPool, PoolConfig, Proof, Prover, R1cs};
+use pinprove::backend::CpuBackend;
+use pinprove::{Check, Config, KeyFile, KeySource, PinnedPool, PoolConfig, Proof, Prover, R1cs};
 use pinprove::{Error, ProvingKey};
 use rand::{Rng, SeedableRng};
 
@@ -245,13 +247,30 @@ fn a_key_file_takes_its_circuits_recording_and_refuses_another_circuits() {
     let (params, bytes) = bellperson_file(6);
     let file = TempFile::with("recording", &bytes);
     let opened = KeyFile::open(&file.0, Check::OnCurve).unwrap();
-    let recorded = opened.clone().with_r1cs(R1cs::record(chain(6, 0)).unwrap()).unwrap();
-    let prover = Prover::new(recorded, Config { synthesis_threads: 2, ..Config::default() }).unwrap();
-    assert!(prover.is_witness_only());
+    let r1cs = Arc::new(R1cs::record(chain(6, 0)).unwrap());
+    let config = Config { synthesis_threads: 2, ..Config::default() };
+    let cpu_prover = Prover::new(opened.clone().with_r1cs(Arc::clone(&r1cs)).unwrap(), config).unwrap();
+    assert_eq!(Arc::strong_count(&r1cs), 2, "this handle and the CPU backend's key: the prover keeps none");
+    // A backend that copies the recording, as a device does, leaves the host none of it.
+    let copying = |source: &KeySource| {
+        let key = source.load()?;
+        let mut copy = ProvingKey::clone(&key);
+        copy.r1cs = key.r1cs.as_deref().map(|r| Arc::new(r.clone()));
+        CpuBackend::new(Arc::new(copy))
+    };
+    let recorded = opened.clone().with_r1cs(Arc::clone(&r1cs)).unwrap();
+    let pool = PinnedPool::new(config.pool);
+    let copying = Prover::with_backends(recorded, config, pool, vec![copying]).unwrap();
+    assert_eq!(Arc::strong_count(&r1cs), 2, "the copying prover holds no handle of it");
     let (r, s) = (Scalar::from(5), Scalar::from(7));
-    let ours = prover.prove_with_randomness(vec![(chain(6, 2), r, s)]).unwrap().remove(0).unwrap();
-    assert_eq!(ours, Proof::from(&bp::create_proof::<Bls12, _, _>(chain(6, 2), &params, r, s).unwrap()));
-    prover.shutdown();
+    let theirs = Proof::from(&bp::create_proof::<Bls12, _, _>(chain(6, 2), &params, r, s).unwrap());
+    for prover in [cpu_prover, copying] {
+        assert!(prover.is_witness_only());
+        let ours = prover.prove_with_randomness(vec![(chain(6, 2), r, s)]).unwrap().remove(0).unwrap();
+        assert_eq!(ours, theirs);
+        prover.shutdown();
+    }
+    assert_eq!(Arc::strong_count(&r1cs), 1, "nothing kept once the provers are gone");
     assert!(matches!(opened.with_r1cs(R1cs::record(chain(7, 0)).unwrap()), Err(Error::Shape { .. })));
 }
 
