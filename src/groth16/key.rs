@@ -83,6 +83,22 @@ impl KeyShape {
         KeyShape { vk, domain_size: h + 1, num_aux: l, a_len: a, b_len: b, recording }
     }
 
+    /// The shape of a key whose queries h, l, a, b_g1 and b_g2 hold `points`, checked: the
+    /// two b queries agree, then [`validate`](Self::validate). A key in memory and a key in
+    /// its file are checked by this one function.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] naming the first invariant that fails.
+    pub(crate) fn checked(vk: VerifyingKey, points: [usize; 5], recording: Option<RecordingShape>) -> Result<Self> {
+        let [h, l, a, b_g1, b_g2] = points;
+        if b_g1 != b_g2 {
+            return Err(Error::InvalidKey("b_g1 and b_g2 queries differ in length"));
+        }
+        let shape = KeyShape::new(vk, [h, l, a, b_g1], recording);
+        shape.validate()?;
+        Ok(shape)
+    }
+
     /// Checks the invariants of its counts and verifying key that a prover relies on.
     ///
     /// # Errors
@@ -172,6 +188,11 @@ impl ProvingKey {
         self.b_g1.len()
     }
 
+    /// Points of h, l, a, b_g1 and b_g2.
+    pub(crate) fn points(&self) -> [usize; 5] {
+        [self.h.len(), self.l.len(), self.a.len(), self.b_g1.len(), self.b_g2.len()]
+    }
+
     /// What a prover keeps of this key on the host.
     pub(crate) fn shape(&self) -> KeyShape {
         let lengths = [self.h.len(), self.l.len(), self.a.len(), self.b_g1.len()];
@@ -196,10 +217,7 @@ impl ProvingKey {
     /// [`Error::InvalidKey`] naming the first one that fails; [`Error::Shape`] when the
     /// recorded constraints are not of this key's circuit shape.
     pub fn validate(&self) -> Result<()> {
-        if self.b_g1.len() != self.b_g2.len() {
-            return Err(Error::InvalidKey("b_g1 and b_g2 queries differ in length"));
-        }
-        self.shape().validate()?;
+        KeyShape::checked(self.vk.clone(), self.points(), None)?;
         match &self.r1cs {
             Some(r1cs) => r1cs.check_against(self),
             None => Ok(()),

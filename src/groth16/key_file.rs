@@ -12,14 +12,13 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G2Affine};
 
-use super::params::{check_digest, digest_form};
+use super::params::{check_digest, digest_form, FilePoint};
 use super::{Check, KeyShape, ProvingKey, VerifyingKey};
 use crate::decode::Reader;
 use crate::error::{Error, Result};
 use crate::r1cs::R1cs;
 
-/// The queries' names in the file's order: four of G1 points (96 bytes each), then b_g2's
-/// of G2 points (192 bytes each).
+/// The queries' names in the file's order: four of G1 points, then b_g2's of G2 points.
 const QUERIES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
 
 /// The error of a file that is not the one opened: `what`, at byte `offset`, differs.
@@ -84,16 +83,12 @@ impl KeyFile {
         let vk = src.verifying_key()?;
         let mut lengths = [0; 5];
         for (k, name) in QUERIES.into_iter().enumerate() {
-            let bytes = if k < 4 { 96 } else { 192 };
+            let bytes = if k < 4 { G1Affine::BYTES } else { G2Affine::BYTES };
             lengths[k] = src.count(name, bytes)?;
             src.skip(name, (lengths[k] * bytes) as u64)?;
         }
-        if lengths[3] != lengths[4] {
-            return Err(Error::InvalidKey("b_g1 and b_g2 queries differ in length"));
-        }
-        let file = KeyFile { path, check, digest: None, vk, lengths, r1cs: None };
-        file.shape().validate()?;
-        Ok(file)
+        KeyShape::checked(vk.clone(), lengths, None)?;
+        Ok(KeyFile { path, check, digest: None, vk, lengths, r1cs: None })
     }
 
     /// This file trusted by its digest, in the form of filecoin-proofs' `parameters.json`
@@ -186,24 +181,30 @@ impl KeyFile {
         if src.verifying_key()? != self.vk {
             return Err(changed("the verifying key", 0));
         }
-        for (q, name) in QUERIES[..4].iter().enumerate() {
-            let at = src.offset;
-            let n = src.count(name, 96)?;
-            if n != self.lengths[q] {
-                return Err(changed(name, at));
-            }
-            src.batches(name, n, self.check, &mut |first, batch| g1(q, first, batch))?;
+        for q in 0..4 {
+            self.read_query::<G1Affine>(&mut src, q, &mut |first, batch| g1(q, first, batch))?;
         }
-        let at = src.offset;
-        let n = src.count("b_g2", 192)?;
-        if n != self.lengths[4] {
-            return Err(changed("b_g2", at));
-        }
-        src.batches("b_g2", n, self.check, &mut g2)?;
+        self.read_query::<G2Affine>(&mut src, 4, &mut g2)?;
         match &self.digest {
             Some(expected) => check_digest(&mut src, expected),
             None => Ok(()),
         }
+    }
+
+    /// Query `q`'s points (of [`QUERIES`]) to `each`, batch by batch, its count checked
+    /// against the file's as it was opened.
+    fn read_query<P: FilePoint>(
+        &self,
+        src: &mut Reader<BufReader<File>>,
+        q: usize,
+        each: &mut dyn FnMut(usize, &[P]) -> Result<()>,
+    ) -> Result<()> {
+        let (name, at) = (QUERIES[q], src.offset);
+        let n = src.count(name, P::BYTES)?;
+        if n != self.lengths[q] {
+            return Err(changed(name, at));
+        }
+        src.batches(name, n, self.check, each)
     }
 }
 

@@ -40,7 +40,7 @@ impl<'a> HostKey<'a> {
     /// Points of h, l, a, b_g1 and b_g2.
     pub(crate) fn points(&self) -> [usize; 5] {
         match self {
-            HostKey::Memory(key) => [key.h.len(), key.l.len(), key.a.len(), key.b_g1.len(), key.b_g2.len()],
+            HostKey::Memory(key) => key.points(),
             HostKey::File(file) => file.lengths(),
         }
     }
