@@ -17,6 +17,7 @@
 #include "msm/accumulate.cuh"
 #include "msm/shift.cuh"
 #include "r1cs/spmv.cuh"
+#include "r1cs/packed.cuh"
 
 using fp2 = fp2_t<fp_t>;
 
@@ -57,6 +58,11 @@ extern "C" __global__ void g16_spmv_wide(const uint64_t* starts, const uint32_t*
 extern "C" __global__ void g16_gather(const uint32_t* vars, uint32_t n, const fr_t* input, const fr_t* aux,
                                       uint32_t inputs, fr_t* out)
 {   gather(vars, n, input, aux, inputs, out);   }
+
+extern "C" __global__ void __launch_bounds__(PACKED_THREADS)
+g16_packed_expand(const uint64_t* ones, const uint64_t* others, const uint32_t* ranks, const fr_t* values,
+                  uint32_t len, fr_t* aux)
+{   packed_expand(ones, others, ranks, values, len, aux);   }
 
 // ---- prefix sums (msm/scan.cuh)
 

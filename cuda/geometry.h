@@ -44,5 +44,9 @@
 // the products took 2.28, 0.80 and 0.76 ms (8: a longer tail) of a 20 ms partition.
 #define R1CS_THREADS 256
 #define SPMV_LANES 4
+// ---- a witness of bits (r1cs/packed.cuh): values per rank (src/synth/packed.rs's GROUP, a
+// block's share) and threads per block.
+#define PACKED_GROUP 4096
+#define PACKED_THREADS 256
 
 #endif

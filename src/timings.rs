@@ -63,6 +63,11 @@ partition_timings! {
         /// Whether a/b/c were pinned (false for the CPU backend's heap pool and for fallbacks;
         /// the CUDA backend copies such partitions through its pinned staging buffers).
         pub pinned: bool,
+        /// Bytes of the pool buffers its witness held ([`Witness::host_bytes`](crate::backend::Witness::host_bytes)).
+        pub witness_bytes: usize,
+        /// Bytes of its witness copied to the device (zero on the CPU backend): a/b/c and the
+        /// MSMs' scalars, or, witness-only, the input and the packed aux.
+        pub h2d_bytes: usize,
     }
     stages {
         /// Checkout of a/b/c plus the circuit's synthesis, on a synthesis thread.
@@ -83,9 +88,9 @@ partition_timings! {
         /// and the MSMs' scalars from the first's start to the last's end, the scalars' copies
         /// overlapping the h stage; for a witness-only partition, the input and the aux.
         pub h2d: Duration,
-        /// Evaluating the recorded constraints (a = A·z, b = B·z, c = C·z) and gathering the A
-        /// and B scalars: device time on the CUDA backend, wall time on the CPU backend; zero
-        /// when synthesis evaluated them.
+        /// Expanding the packed aux, evaluating the recorded constraints (a = A·z, b = B·z,
+        /// c = C·z) and gathering the A and B scalars: device time on the CUDA backend, wall
+        /// time on the CPU backend; zero when synthesis evaluated them.
         pub constraints: Duration,
         /// The h stage: NTTs and the pointwise (a·b − c)/Z; the CPU backend's wall time, or
         /// the device's, the sum of `ntt_steps`.

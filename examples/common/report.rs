@@ -102,6 +102,14 @@ pub fn print_batch(proofs: usize, wall: Duration, timings: &[PartitionTimings], 
         "  proving thread busy: {:.1} % of the batch's wall time",
         100.0 * total.sums.proving.as_secs_f64() / wall.as_secs_f64()
     );
+    let mean = |bytes: fn(&PartitionTimings) -> usize| {
+        mib(timings.iter().map(bytes).sum::<usize>()) / timings.len().max(1) as f64
+    };
+    println!(
+        "  per partition: its witness held {:.2} MiB of the pool's, {:.2} MiB copied to the device",
+        mean(|t| t.witness_bytes),
+        mean(|t| t.h2d_bytes)
+    );
     let device = PartitionTimings::device_busy(timings);
     if !device.is_zero() {
         println!(

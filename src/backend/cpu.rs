@@ -15,12 +15,12 @@ use crate::groth16::MsmSums;
 use crate::groth16::ProvingKey;
 use crate::msm::msm;
 use crate::r1cs::Z;
-use crate::synth::Witness;
+use crate::synth::{Assignment, Witness};
 use crate::timings::PartitionTimings;
 
 /// CPU kernels on a thread pool; keeps the NTT tables of the last domain size it saw, and the
-/// vectors of recorded partitions (their evaluations and MSM scalars, which synthesis did not
-/// compute).
+/// vectors of recorded partitions (their aux expanded, their evaluations and MSM scalars,
+/// which synthesis did not compute).
 #[derive(Debug)]
 pub struct CpuBackend {
     key: Arc<ProvingKey>,
@@ -29,10 +29,11 @@ pub struct CpuBackend {
     recorded: Recorded,
 }
 
-/// What a recorded partition's products fill: a/b/c (then h in `abc[0]`), and the A and B
-/// scalars. Kept from one partition to the next.
+/// What a recorded partition's products fill: its aux expanded, a/b/c (then h in
+/// `abc[0]`), and the A and B scalars. Kept from one partition to the next.
 #[derive(Debug, Default)]
 struct Recorded {
+    aux: Vec<Scalar>,
     abc: [Vec<Scalar>; 3],
     a_scalars: Vec<Scalar>,
     b_scalars: Vec<Scalar>,
@@ -66,17 +67,19 @@ impl Backend for CpuBackend {
     fn h(&mut self, w: &mut Witness, t: &mut PartitionTimings) -> Result<()> {
         let key = Arc::clone(&self.key);
         let m = key.domain_size();
-        if w.evaluated.is_none() {
+        if let Assignment::Packed(packed) = &w.assignment {
             let start = Instant::now();
             let r1cs = key
                 .r1cs
                 .as_deref()
                 .ok_or(Error::Backend("a witness-only partition of a key without recorded constraints".into()))?;
             let rec = &mut self.recorded;
+            rec.aux.resize(packed.len(), Scalar::ZERO);
             rec.abc.iter_mut().for_each(|v| v.resize(m, Scalar::ZERO));
             let [a, b, c] = &mut rec.abc;
-            let z = Z { input: &w.input, aux: &w.aux };
             self.pool.install(|| {
+                packed.expand_into(&mut rec.aux);
+                let z = Z { input: &w.input, aux: &rec.aux };
                 r1cs.evaluate(z, [a, b, c])?;
                 r1cs.gather(z, &mut rec.a_scalars, &mut rec.b_scalars)
             })?;
@@ -88,9 +91,9 @@ impl Backend for CpuBackend {
             Some(d) if d.size() == m => d,
             _ => self.pool.install(|| Domain::new(m))?,
         };
-        let [a, b, c] = match &mut w.evaluated {
-            Some(e) => [&mut *e.abc.a, &mut *e.abc.b, &mut *e.abc.c],
-            None => self.recorded.abc.each_mut().map(|v| v.as_mut_slice()),
+        let [a, b, c] = match &mut w.assignment {
+            Assignment::Evaluated(e) => [&mut *e.abc.a, &mut *e.abc.b, &mut *e.abc.c],
+            Assignment::Packed(_) => self.recorded.abc.each_mut().map(|v| v.as_mut_slice()),
         };
         self.pool.install(|| domain.compute_h(a, b, c));
         self.domain = Some(domain);
@@ -104,15 +107,16 @@ impl Backend for CpuBackend {
 
     fn msm(&mut self, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let (key, start) = (&self.key, Instant::now());
-        let (h, a, b): (&[Scalar], &[Scalar], &[Scalar]) = match &w.evaluated {
-            Some(e) => (&e.abc.a, &e.a_scalars, &e.b_scalars),
-            None => (&self.recorded.abc[0], &self.recorded.a_scalars, &self.recorded.b_scalars),
+        let rec = &self.recorded;
+        let [h, l, a, b]: [&[Scalar]; 4] = match &w.assignment {
+            Assignment::Evaluated(e) => [&e.abc.a, &e.aux, &e.a_scalars, &e.b_scalars],
+            Assignment::Packed(_) => [&rec.abc[0], &rec.aux, &rec.a_scalars, &rec.b_scalars],
         };
         let h = &h[..key.domain_size() - 1];
         // B in G2 alongside the G1 sums, as a GPU backend overlaps it with its G1 MSMs.
         let ((h, l), ((a, b_g1), b_g2)) = self.pool.install(|| {
             rayon::join(
-                || rayon::join(|| msm::<G1Projective>(&key.h, h), || msm::<G1Projective>(&key.l, &w.aux)),
+                || rayon::join(|| msm::<G1Projective>(&key.h, h), || msm::<G1Projective>(&key.l, l)),
                 || {
                     rayon::join(
                         || rayon::join(|| msm::<G1Projective>(&key.a, a), || msm::<G1Projective>(&key.b_g1, b)),

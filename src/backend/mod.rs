@@ -7,7 +7,7 @@ mod cpu;
 pub mod cuda;
 
 pub use crate::groth16::MsmSums;
-pub use crate::synth::{Evaluated, Witness};
+pub use crate::synth::{Assignment, Census, Evaluated, PackedAux, Witness};
 pub use cpu::CpuBackend;
 
 use crate::error::Result;
@@ -44,7 +44,7 @@ pub trait Backend {
     }
 
     /// Whether this backend evaluates its key's [recorded constraints](crate::R1cs) itself,
-    /// so that partitions may carry the witness alone ([`Witness::evaluated`] `None`). A
+    /// so that partitions may carry the witness alone ([`Assignment::Packed`]). A
     /// prover synthesizes in full unless its key has a recording and every backend does.
     fn evaluates_recorded_constraints(&self) -> bool {
         false

@@ -51,6 +51,7 @@ impl SynthesisContext {
             synthesis_start: start - self.shared.epoch,
             synthesis: start.elapsed(),
             pinned: witness.is_pinned(),
+            witness_bytes: witness.host_bytes(),
             ..Default::default()
         };
         let partition = Partition { witness, r, s, timings, sent_at: Instant::now(), reply, device_faults: 0 };

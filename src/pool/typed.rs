@@ -17,6 +17,8 @@ use crate::error::{Error, Result};
 mod sealed {
     pub trait Sealed {}
     impl Sealed for blstrs::Scalar {}
+    impl Sealed for u64 {}
+    impl Sealed for u32 {}
 }
 
 /// Plain-old-data element types that may be laid over pool memory.
@@ -24,12 +26,17 @@ mod sealed {
 /// # Safety
 /// `Self` is `Copy`, has no `Drop`, an alignment that divides [`BLOCK_ALIGN`], and any value
 /// written as `Self` reads back as a valid `Self`. Sealed: implemented for
-/// [`blstrs::Scalar`] only (`repr(transparent)` over blst's `[u64; 4]`).
+/// [`blstrs::Scalar`] (`repr(transparent)` over blst's `[u64; 4]`), and for `u64` and `u32`
+/// (a packed witness's bitmaps and ranks).
 pub unsafe trait Element: sealed::Sealed + Copy + Send + Sync + 'static {}
 
 // SAFETY: `Scalar` is `repr(transparent)` over `blst_fr { l: [u64; 4] }`: Copy, no Drop,
 // 8-byte aligned (asserted below).
 unsafe impl Element for Scalar {}
+// SAFETY: integers: Copy, no Drop, every bit pattern valid, alignment 8 and 4.
+unsafe impl Element for u64 {}
+// SAFETY: as for u64.
+unsafe impl Element for u32 {}
 
 const _: () = assert!(mem::size_of::<Scalar>() == 32);
 const _: () = assert!(BLOCK_ALIGN % mem::align_of::<Scalar>() == 0);

@@ -202,11 +202,11 @@ pub(crate) struct RecordingShape {
 /// Where it pays: when synthesis is the bound, as with bit-heavy circuits (SHA-256,
 /// Poseidon) feeding a GPU from many synthesis threads; the circuit then runs witness-only
 /// (its `enforce` only counts, native witness paths such as
-/// [`gadgets::sha256`](crate::gadgets::sha256) are taken), into one pool buffer per
-/// partition, and the backend evaluates a = A·z, b = B·z, c = C·z (the CUDA backend on the
-/// device). On the CPU backend, whose MSMs dominate, proofs per second stay about the same,
-/// with a fifth of the pool buffers (sha256 2^17 on a 2-core machine: 0.56 s per proof in
-/// full against 0.55 to 0.60 witness-only, 21.7 against 4.0 MB per partition).
+/// [`gadgets::sha256`](crate::gadgets::sha256) are taken), into pool buffers that hold each
+/// aux value 0 or 1 as a bit ([`PackedAux`](crate::backend::PackedAux)), and the backend
+/// evaluates a = A·z, b = B·z, c = C·z (the CUDA backend on the device). On the CPU backend,
+/// whose MSMs dominate, proofs per second stay about the same, with a small share of the
+/// pool's bytes (`examples/synthesis` prints both).
 ///
 /// A recording is checked against a key ([`ProvingKey::with_r1cs`]): constraints (rounded
 /// up to the domain), inputs, aux, and the A and B query lengths. A circuit whose

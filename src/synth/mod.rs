@@ -2,7 +2,8 @@
 //!
 //! Phase: witness generation, on the synthesis threads. With recorded constraints (a key's
 //! [`r1cs`](ProvingKey::r1cs)) a circuit runs witness-only (`witness_only.rs`): its
-//! `enforce` only counts and the aux go straight into a pool buffer. Without, `WitnessCs` is
+//! `enforce` only counts and the aux go straight into pool buffers, packed (`packed.rs`: each
+//! 0 or 1 a bit, the other values as they are). Without, `WitnessCs` is
 //! a bellpepper `ConstraintSystem` that evaluates each constraint's ⟨A,z⟩, ⟨B,z⟩, ⟨C,z⟩ as it
 //! is enforced and appends them to a/b/c, like bellperson 0.27's `ProvingAssignment`, but into
 //! buffers checked out for the key's sizes: no matrices are built and nothing reallocates. Densities
@@ -26,8 +27,10 @@ use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, Synth
 use blstrs::Scalar;
 use ff::Field;
 
+pub(crate) mod packed;
 mod witness_only;
 
+pub use self::packed::{Census, PackedAux};
 pub use self::witness_only::synthesize_witness;
 pub(crate) use self::witness_only::synthesize_witness_to;
 use crate::error::{Error, Result};
@@ -131,11 +134,19 @@ impl Values {
 pub struct Witness {
     /// Public input assignment, the constant one first.
     pub input: Vec<Scalar>,
-    /// Auxiliary assignment: the scalars of the L query's MSM.
-    pub aux: PinnedVec<Scalar>,
-    /// What synthesis evaluated; `None` for a witness-only partition, whose backend evaluates
+    /// The rest: the constraints evaluated, or the aux alone, packed.
+    pub assignment: Assignment,
+}
+
+/// What synthesis wrote besides the public inputs.
+#[derive(Debug)]
+pub enum Assignment {
+    /// The constraints evaluated and the aux as scalars, for keys without recorded
+    /// constraints.
+    Evaluated(Evaluated),
+    /// The aux alone, packed (zeros and ones as bits): the partition's backend evaluates
     /// the key's recorded constraints ([`ProvingKey::r1cs`]) on z = input ‖ aux.
-    pub evaluated: Option<Evaluated>,
+    Packed(PackedAux),
 }
 
 /// The constraints evaluated during synthesis, for keys without recorded constraints.
@@ -143,6 +154,8 @@ pub struct Witness {
 pub struct Evaluated {
     /// a, b, c, each zero-padded to the domain size m.
     pub abc: PinnedAbcBuffers,
+    /// Auxiliary assignment: the scalars of the L query's MSM.
+    pub aux: PinnedVec<Scalar>,
     /// The scalars of the A query's MSM: every input, then the aux variables used in A.
     pub a_scalars: PinnedVec<Scalar>,
     /// The scalars of the B queries' MSMs (G1 and G2): the inputs, then the aux variables,
@@ -153,43 +166,65 @@ pub struct Evaluated {
 impl Witness {
     /// Whether every pool buffer of the witness is page-locked.
     pub fn is_pinned(&self) -> bool {
-        self.aux.is_pinned()
-            && self
-                .evaluated
-                .as_ref()
-                .is_none_or(|e| e.abc.is_pinned() && e.a_scalars.is_pinned() && e.b_scalars.is_pinned())
+        match &self.assignment {
+            Assignment::Evaluated(e) => {
+                e.abc.is_pinned() && e.aux.is_pinned() && e.a_scalars.is_pinned() && e.b_scalars.is_pinned()
+            }
+            Assignment::Packed(p) => p.is_pinned(),
+        }
     }
 
     /// The public inputs without the constant one: what a verifier is given.
     pub fn public_inputs(&self) -> &[Scalar] {
         &self.input[1..]
     }
+
+    /// What synthesis evaluated, unless the witness is the aux alone.
+    pub fn evaluated(&self) -> Option<&Evaluated> {
+        match &self.assignment {
+            Assignment::Evaluated(e) => Some(e),
+            Assignment::Packed(_) => None,
+        }
+    }
+
+    /// Bytes of the pool buffers the witness holds.
+    pub fn host_bytes(&self) -> usize {
+        match &self.assignment {
+            Assignment::Evaluated(e) => {
+                let [a, b, c] = [&e.abc.a, &e.abc.b, &e.abc.c];
+                [a, b, c, &e.aux, &e.a_scalars, &e.b_scalars].iter().map(|v| v.buffer().capacity()).sum()
+            }
+            Assignment::Packed(p) => p.host_bytes(),
+        }
+    }
 }
 
-/// Bytes of the pool buffers one partition of `key` holds: `witness_only`, the aux alone;
-/// else a, b, c (m scalars each), the aux, and the A and B scalars. Prewarming and the
-/// pool's cap are counted in these.
+/// Bytes of the pool buffers one partition of `key` holds: `witness_only`, its packed aux's
+/// bitmaps and ranks and one chunk of values (a 64th of the aux, 64 to 65,536 values; a
+/// partition takes as many chunks as its values neither 0 nor 1 fill, none for an aux of
+/// bits); else a, b, c (m scalars each), the aux, and the A and B scalars. Prewarming and
+/// the pool's cap are counted in these.
 ///
 /// # Errors
 /// [`Error::Config`] when the sizes overflow `usize` (no host could hold them).
 pub(crate) fn witness_buffer_bytes(key: &KeyShape, witness_only: bool) -> Result<Vec<usize>> {
     let m = key.domain_size();
-    let scalars = match witness_only {
-        true => vec![key.num_aux()],
-        false => vec![m, m, m, key.num_aux(), key.a_len(), key.b_len()],
-    };
-    scalars
-        .into_iter()
-        .map(|n| {
-            n.checked_mul(std::mem::size_of::<Scalar>())
-                .ok_or_else(|| Error::Config("a partition's buffers overflow usize".into()))
-        })
-        .collect()
+    let overflow = || Error::Config("a partition's buffers overflow usize".into());
+    let scalars = |n: usize| n.checked_mul(std::mem::size_of::<Scalar>()).ok_or_else(overflow);
+    match witness_only {
+        true => {
+            let chunk = scalars(packed::chunk_len(key.num_aux()))?;
+            Ok(packed::bitmap_bytes(key.num_aux()).into_iter().chain([chunk]).collect())
+        }
+        false => [m, m, m, key.num_aux(), key.a_len(), key.b_len()].into_iter().map(scalars).collect(),
+    }
 }
 
 /// Bytes the pool holds for one partition of `key`, synthesized `witness_only` (with the
 /// key's recorded constraints) or in full: its buffers, each at least one byte (as the pool
-/// hands them out). A pool's cap must hold this much.
+/// hands them out). A pool's cap must hold this much. Witness-only, it is the least a
+/// partition holds: its packed aux's values neither 0 nor 1 take 32 bytes each, in chunks
+/// ([`Witness::host_bytes`] says how many a partition held).
 ///
 /// # Errors
 /// [`Error::Config`] when the sizes overflow `usize`.
@@ -253,8 +288,8 @@ pub(crate) fn synthesize_into<C: Circuit<Scalar>>(circuit: C, key: &KeyShape, po
     let b = cs.b_input_density.gather(&input).chain(cs.b_aux_density.gather(&aux));
     a_scalars.extend_within_capacity(a)?;
     b_scalars.extend_within_capacity(b)?;
-    let evaluated = Evaluated { abc, a_scalars, b_scalars };
-    Ok(Witness { input, aux, evaluated: Some(evaluated) })
+    let evaluated = Evaluated { abc, aux, a_scalars, b_scalars };
+    Ok(Witness { input, assignment: Assignment::Evaluated(evaluated) })
 }
 
 /// The synthesis-time constraint system; see the module docs.

@@ -141,7 +141,8 @@ fn the_public_api_is_the_listed_one() {
     ];
     assert_eq!(exports("src/lib.rs"), list(&root), "the crate root's exports");
     assert_eq!(exports("src/gadgets/mod.rs"), list(&["sha256"]), "gadgets' exports");
-    let backend = ["Backend", "CpuBackend", "Evaluated", "MsmSums", "Witness", "cuda"];
+    let backend =
+        ["Assignment", "Backend", "Census", "CpuBackend", "Evaluated", "MsmSums", "PackedAux", "Witness", "cuda"];
     assert_eq!(exports("src/backend/mod.rs"), list(&backend), "backend's exports");
     let cuda = ["CudaBackend", "CudaDevice", "DeviceReport", "KeyPlacement", "PinnedAllocator"];
     assert_eq!(exports("src/backend/cuda/mod.rs"), list(&cuda), "backend::cuda's exports");

@@ -296,7 +296,7 @@ fn gpu_h_and_msm_sums_equal_the_cpu_for_real_circuits() {
         let m = key.domain_size();
         let mut h = vec![Scalar::ZERO; m - 1];
         gpu.download_h(&mut h).unwrap();
-        let on_cpu_h = &on_cpu.evaluated.as_ref().expect("synthesized in full").abc.a[..m - 1];
+        let on_cpu_h = &on_cpu.evaluated().expect("synthesized in full").abc.a[..m - 1];
         assert!(h == on_cpu_h, "h differs at 2^{lg}");
         let sums = gpu.msm(&on_gpu, &mut t).unwrap();
         let expected = cpu.msm(&on_cpu, &mut PartitionTimings::default()).unwrap();
@@ -538,10 +538,11 @@ fn window_bits_are_in_the_kernels_range() {
     }
 }
 
-/// Witness-only partitions on the GPU (the constraints evaluated there from the recording,
-/// resident, then streamed in chunks of several sizes) against full partitions on the CPU:
-/// h equal, and the five MSM sums, on the three benchmark shapes (timing keys: the products
-/// and gathers, not the keys, are under test), and the device's recording reported.
+/// Witness-only partitions on the GPU (the packed aux expanded and the constraints evaluated
+/// there from the recording, resident, then streamed in chunks of several sizes) against full
+/// partitions on the CPU: the aux equal, h equal, and the five MSM sums, on the three
+/// benchmark shapes (timing keys: the expansion, products and gathers, not the keys, are
+/// under test), and the device's recording reported.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() {
@@ -568,7 +569,7 @@ fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() 
         cpu.h(&mut full, &mut PartitionTimings::default()).unwrap();
         let cpu_sums = cpu.msm(&full, &mut PartitionTimings::default()).unwrap();
         let m = key.domain_size();
-        let cpu_h = &full.evaluated.as_ref().expect("synthesized in full").abc.a[..m - 1];
+        let cpu_h = &full.evaluated().expect("synthesized in full").abc.a[..m - 1];
         let mut streamed = 0;
         for entries in [None, Some(64), Some(4096), Some(1 << 16)] {
             let name = format!(
@@ -591,11 +592,20 @@ fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() 
             if h != cpu_h {
                 failures.push(format!("{name}: h differs"));
             }
+            let mut aux = vec![Scalar::ZERO; key.num_aux()];
+            gpu.download_aux(&mut aux).unwrap();
+            if aux[..] != full.evaluated().expect("synthesized in full").aux[..] {
+                failures.push(format!("{name}: the aux expanded differ"));
+            }
             // The gathers, which read no matrix, are the same streamed or not.
             if entries.is_none() && gpu.msm(&witness, &mut t).unwrap() != cpu_sums {
                 failures.push(format!("{name}: MSM sums differ"));
             }
-            println!("{name}: products and gathers {:?}, h2d {:?}", t.constraints, t.h2d);
+            let bytes = (witness.host_bytes(), t.h2d_bytes);
+            println!(
+                "{name}: expansion, products and gathers {:?}, h2d {:?}; bytes held, copied {bytes:?}",
+                t.constraints, t.h2d
+            );
         }
         assert!(streamed >= 2, "{} 2^{lg}: streamed in {streamed} chunk sizes", shape.name());
     }

@@ -138,9 +138,9 @@ impl CudaBackend {
         let source = AbcSource::of(w, self.held.r1cs.is_some())?;
         let Self { gpu, domain, scalars, held, events: ev, .. } = self;
         ev.start.record(&gpu.stream).map_err(from_cust)?;
-        let mut in_flight = upload_witness(gpu, source, w, &domain.abc, scalars, held.r1cs.as_ref())?;
+        let mut in_flight = upload_witness(gpu, source, w, &domain.abc, held.r1cs.as_mut())?;
         ev.h2d.record(&gpu.stream).map_err(from_cust)?;
-        if let (AbcSource::Recorded, Some(r)) = (source, held.r1cs.as_mut()) {
+        if let (AbcSource::Recorded(_), Some(r)) = (source, held.r1cs.as_mut()) {
             let scalars_out = [&scalars.a, &scalars.b];
             r.evaluate(&gpu.r1cs, (&gpu.stream, &gpu.staging), &scalars.aux, (&domain.abc, m), scalars_out)?;
         }
@@ -148,11 +148,12 @@ impl CudaBackend {
         let abc_ready = mark(&gpu.stream)?;
         domain.h(&gpu.ntt, &gpu.stream, &ev.ntt)?;
         if let AbcSource::Evaluated(e) = source {
-            in_flight.extend(upload_scalars(gpu, (w, e), scalars, abc_ready, &ev.scalars_h2d)?);
+            in_flight.extend(upload_scalars(gpu, e, scalars, abc_ready, &ev.scalars_h2d)?);
         }
         // The copies read the witness's buffers: they are done before these can go back to
         // the pool.
         in_flight.into_iter().try_for_each(InFlight::wait)?;
+        t.h2d_bytes += source.h2d_bytes(w);
         ev.add_h_stage(source, t)
     }
 
@@ -192,6 +193,20 @@ impl CudaBackend {
         download(&self.gpu.stream, &self.gpu.staging, &self.domain.abc[0], dst, false)?.wait()
     }
 
+    /// Copies the aux of the last partition (the L MSM's scalars; a witness-only partition's
+    /// expanded on the device) into `dst`, for checks against the CPU.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `dst` is not the key's aux count long; [`Error::Cuda`].
+    #[doc(hidden)]
+    pub fn download_aux(&mut self, dst: &mut [Scalar]) -> Result<()> {
+        let aux = &self.scalars.aux;
+        if dst.len() != aux.len() {
+            return Err(Error::Shape { what: "aux variables", expected: aux.len(), got: dst.len() });
+        }
+        download(&self.gpu.stream, &self.gpu.staging, aux, dst, false)?.wait()
+    }
+
     /// Streams `key`'s recorded constraints in chunks of `entries` entries and rows from now
     /// on, in place of what the backend holds of them, as it does when they do not fit on
     /// the device: for tests of streaming at sizes that fit.
@@ -214,16 +229,15 @@ impl CudaBackend {
 }
 
 /// Enqueues the copies of what the h stage reads, on the kernels' stream: a, b and c, or,
-/// witness-only, the input and the aux (the L MSM's scalars), from which a, b, c and the A
-/// and B scalars are computed on the device. Pinned buffers go by DMA directly; fallback
-/// (pageable) ones through the staging chunks.
+/// witness-only, the input and the packed aux, from which the aux (the L MSM's scalars), a,
+/// b, c and the A and B scalars are computed on the device. Pinned buffers go by DMA
+/// directly; fallback (pageable) ones through the staging chunks.
 fn upload_witness<'a>(
     gpu: &'a Gpu,
     source: AbcSource<'a>,
     w: &'a Witness,
     abc: &[DeviceVec<Scalar>; 3],
-    scalars: &DeviceScalars,
-    r1cs: Option<&DeviceR1cs>,
+    r1cs: Option<&mut DeviceR1cs>,
 ) -> Result<Vec<InFlight<'a>>> {
     let (stream, staging) = (&gpu.stream, &gpu.staging);
     let mut in_flight = Vec::with_capacity(6);
@@ -233,11 +247,11 @@ fn upload_witness<'a>(
                 in_flight.push(upload(stream, staging, src, src.is_pinned(), dst)?);
             }
         }
-        (AbcSource::Recorded, Some(r)) => {
-            in_flight.push(upload(stream, staging, &w.input, false, &r.input)?);
-            in_flight.push(upload(stream, staging, &w.aux, w.aux.is_pinned(), &scalars.aux)?);
+        (AbcSource::Recorded(packed), Some(r)) => {
+            gpu.budget.check(r.packed_growth(packed))?;
+            in_flight.extend(r.upload_witness((stream, staging), &w.input, packed)?);
         }
-        (AbcSource::Recorded, None) => unreachable!("a recorded source is chosen only with the recording held"),
+        (AbcSource::Recorded(_), None) => unreachable!("a recorded source is chosen only with the recording held"),
     }
     Ok(in_flight)
 }
@@ -247,7 +261,7 @@ fn upload_witness<'a>(
 /// stream wait for them; records `done` after them.
 fn upload_scalars<'a>(
     gpu: &'a Gpu,
-    (w, e): (&'a Witness, &'a Evaluated),
+    e: &'a Evaluated,
     s: &DeviceScalars,
     abc_ready: Event,
     done: &Event,
@@ -255,7 +269,7 @@ fn upload_scalars<'a>(
     let (copies, staging) = (&gpu.copies, &gpu.staging);
     wait_for(copies, abc_ready)?;
     let mut in_flight = Vec::with_capacity(3);
-    for (src, dst) in [(&w.aux, &s.aux), (&e.a_scalars, &s.a), (&e.b_scalars, &s.b)] {
+    for (src, dst) in [(&e.aux, &s.aux), (&e.a_scalars, &s.a), (&e.b_scalars, &s.b)] {
         in_flight.push(upload(copies, staging, src, src.is_pinned(), dst)?);
     }
     done.record(copies).map_err(from_cust)?;

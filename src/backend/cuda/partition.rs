@@ -10,7 +10,7 @@ use super::ffi::{from_cust, DeviceVec};
 use super::msm::MAX_WINDOWS;
 use crate::error::{Error, Result};
 use crate::groth16::KeyShape;
-use crate::synth::{Evaluated, Witness};
+use crate::synth::{Assignment, Evaluated, PackedAux, Witness};
 use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
 
 /// The scalars of a partition's L, A and B MSMs on the device.
@@ -51,8 +51,9 @@ impl WindowSums {
 pub(super) enum AbcSource<'a> {
     /// Synthesis evaluated them (and the A and B scalars): copied up.
     Evaluated(&'a Evaluated),
-    /// Computed on the device from the witness and the key's recorded constraints.
-    Recorded,
+    /// Computed on the device from the input, the packed aux and the key's recorded
+    /// constraints.
+    Recorded(&'a PackedAux),
 }
 
 impl<'a> AbcSource<'a> {
@@ -62,10 +63,25 @@ impl<'a> AbcSource<'a> {
     /// # Errors
     /// [`Error::Backend`] for a witness-only partition when it does not.
     pub(super) fn of(w: &'a Witness, recorded: bool) -> Result<Self> {
-        match (&w.evaluated, recorded) {
-            (Some(e), _) => Ok(AbcSource::Evaluated(e)),
-            (None, true) => Ok(AbcSource::Recorded),
-            (None, false) => Err(Error::Backend("a witness-only partition, no recorded constraints held".into())),
+        match (&w.assignment, recorded) {
+            (Assignment::Evaluated(e), _) => Ok(AbcSource::Evaluated(e)),
+            (Assignment::Packed(p), true) => Ok(AbcSource::Recorded(p)),
+            (Assignment::Packed(_), false) => {
+                Err(Error::Backend("a witness-only partition, no recorded constraints held".into()))
+            }
+        }
+    }
+
+    /// Bytes of `w` (whose source this is) copied to the device.
+    pub(super) fn h2d_bytes(self, w: &Witness) -> usize {
+        let scalar = std::mem::size_of::<Scalar>();
+        match self {
+            AbcSource::Evaluated(e) => {
+                let lengths =
+                    [e.abc.a.len(), e.abc.b.len(), e.abc.c.len(), e.aux.len(), e.a_scalars.len(), e.b_scalars.len()];
+                scalar * lengths.iter().sum::<usize>()
+            }
+            AbcSource::Recorded(p) => scalar * w.input.len() + p.copied_bytes(),
         }
     }
 }
@@ -108,7 +124,7 @@ impl PartitionEvents {
     /// Adds the h stage's copies, products and steps to `t`, once its events are done.
     pub(super) fn add_h_stage(&self, source: AbcSource<'_>, t: &mut PartitionTimings) -> Result<()> {
         t.h2d += match source {
-            AbcSource::Recorded => elapsed(&self.start, &self.h2d)?,
+            AbcSource::Recorded(_) => elapsed(&self.start, &self.h2d)?,
             AbcSource::Evaluated(_) => elapsed(&self.start, &self.scalars_h2d)?,
         };
         t.constraints += elapsed(&self.h2d, &self.constraints)?;

@@ -1,19 +1,21 @@
 //! A key's recorded constraints on the device: the coefficients' table and the gathers'
 //! indices uploaded once, and the matrices too where they fit (resident beside the key's
 //! bases), else copied up a chunk of rows at a time each partition (streamed). Per
-//! partition the input and aux are copied up, and a, b, c and the A and B scalars are
-//! computed there (`cuda/r1cs/spmv.cuh`, launched by `ffi/r1cs.rs`), so the host sends 32
-//! bytes per variable, and the matrices' bytes when they are streamed.
+//! partition the input and the packed aux are copied up, the aux expanded, and a, b, c and
+//! the A and B scalars computed there (`cuda/r1cs/packed.cuh` and `spmv.cuh`, launched by
+//! `ffi/r1cs.rs`), so the host sends a few bits per variable of a bit-heavy circuit (32
+//! bytes per value neither 0 nor 1), and the matrices' bytes when they are streamed.
 
 use std::sync::Arc;
 
 use blstrs::Scalar;
 use cust::stream::Stream;
 
-use crate::backend::cuda::ffi::r1cs::{wide, DeviceIndices, DeviceMatrix, DeviceZ, R1csKernels, Which};
+use crate::backend::cuda::ffi::r1cs::{wide, DeviceIndices, DeviceMatrix, DevicePacked, DeviceZ, R1csKernels, Which};
 use crate::backend::cuda::ffi::{upload, DeviceVec, InFlight, Staging};
 use crate::error::Result;
 use crate::r1cs::R1cs;
+use crate::synth::PackedAux;
 
 /// Where the matrices are.
 #[derive(Debug)]
@@ -42,8 +44,11 @@ pub(crate) struct DeviceR1cs {
     /// indices into z.
     a_vars: DeviceIndices,
     b_vars: DeviceIndices,
-    /// The partition's public inputs (z's head; the aux go to the L MSM's scalars).
-    pub(crate) input: DeviceVec<Scalar>,
+    /// The partition's public inputs (z's head; the aux are expanded into the L MSM's
+    /// scalars).
+    input: DeviceVec<Scalar>,
+    /// The partition's aux, packed.
+    packed: DevicePacked,
     inputs: usize,
     aux: usize,
     /// Device bytes it holds.
@@ -134,6 +139,7 @@ impl DeviceR1cs {
             a_vars: DeviceIndices::upload(&a_vars, z_len, stream, staging)?,
             b_vars: DeviceIndices::upload(&r1cs.b_vars, z_len, stream, staging)?,
             input: DeviceVec::new(r1cs.inputs)?,
+            packed: DevicePacked::new(r1cs.aux)?,
             inputs: r1cs.inputs,
             aux: r1cs.aux,
             bytes,
@@ -153,11 +159,29 @@ impl DeviceR1cs {
         }
     }
 
-    /// Enqueues abc[k] = (A, B, C)[k]·z over the first `m` elements (zero past the rows),
-    /// and the A and B scalars into `a` and `b`, with z = [`input`](Self::input) ‖ `aux`,
-    /// both already copied up on `stream`. Streamed matrices' chunks are copied up on
-    /// `stream` too, each after the products of the last; the copies are done when this
-    /// returns.
+    /// Device bytes the values' room of a packed aux grows by to take `aux`.
+    pub(crate) fn packed_growth(&self, aux: &PackedAux) -> usize {
+        self.packed.growth(aux)
+    }
+
+    /// Enqueues the copies of a partition's `input` and packed `aux` on `stream` (whose
+    /// earlier work it waits for when the values' room grows).
+    pub(crate) fn upload_witness<'a>(
+        &mut self,
+        (stream, staging): (&'a Stream, &Staging),
+        input: &'a [Scalar],
+        aux: &'a PackedAux,
+    ) -> Result<Vec<InFlight<'a>>> {
+        let mut in_flight = vec![upload(stream, staging, input, false, &self.input)?];
+        in_flight.extend(self.packed.upload((stream, staging), aux)?);
+        Ok(in_flight)
+    }
+
+    /// Enqueues the aux expanded into `aux`, then abc[k] = (A, B, C)[k]·z over the first `m`
+    /// elements (zero past the rows), and the A and B scalars into `a` and `b`, with z =
+    /// input ‖ aux, the witness copied up on `stream` ([`upload_witness`](Self::upload_witness)).
+    /// Streamed matrices' chunks are copied up on `stream` too, each after the products of
+    /// the last; the copies are done when this returns.
     pub(crate) fn evaluate(
         &mut self,
         kernels: &R1csKernels,
@@ -166,6 +190,7 @@ impl DeviceR1cs {
         (abc, m): (&[DeviceVec<Scalar>; 3], usize),
         [a, b]: [&DeviceVec<Scalar>; 2],
     ) -> Result<()> {
+        kernels.packed_expand(stream, &self.packed, aux)?;
         let z = DeviceZ { input: &self.input, inputs: self.inputs, aux, len: self.inputs + self.aux };
         match &mut self.matrices {
             Matrices::Resident(matrices) => {

@@ -1,17 +1,21 @@
-//! The launches of the recorded constraints' kernels (`cuda/r1cs/spmv.cuh`), and the device
-//! copies of a recording they read, which only this file makes: a matrix (or a chunk of its
+//! The launches of the recorded constraints' kernels (`cuda/r1cs/spmv.cuh`, `packed.cuh`),
+//! and the device copies they read, which only this file makes: a matrix (or a chunk of its
 //! rows) copied from a recording's own, whose invariants (every variable indexes z, every
-//! coefficient the table; [`R1cs`]) bound every index the kernels read.
+//! coefficient the table; [`R1cs`]) bound every index the kernels read, and a packed aux
+//! copied from a [`PackedAux`], whose ranks and bitmaps count its values.
 
 use blstrs::Scalar;
 use cust::stream::Stream;
 
-use super::copies::{upload, InFlight, Staging};
-use super::geometry::{R1CS_THREADS as THREADS, SPMV_LANES};
+use super::copies::{upload, upload_at, InFlight, Staging};
+use super::geometry::{PACKED_GROUP, PACKED_THREADS, R1CS_THREADS as THREADS, SPMV_LANES};
 use super::launch::{blocks, u32_arg};
 use super::memory::{DevicePtr, DevicePtrMut, DeviceVec, HostElem};
 use crate::error::Result;
 use crate::r1cs::{Matrix, R1cs, RowStarts};
+use crate::synth::packed::{self, PackedAux};
+
+const _: () = assert!(PACKED_GROUP as usize == packed::GROUP, "a rank per group on both sides");
 
 kernels! {
     /// The recorded constraints' kernels (`cuda/r1cs/spmv.cuh`).
@@ -31,6 +35,11 @@ kernels! {
         fn g16_gather(
             vars: DevicePtr<u32>, n: u32, input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, inputs: u32,
             out: DevicePtrMut<Scalar>,
+        );
+        /// aux[i] for i < len, from a packed aux (`cuda/r1cs/packed.cuh`).
+        fn g16_packed_expand(
+            ones: DevicePtr<u64>, others: DevicePtr<u64>, ranks: DevicePtr<u32>, values: DevicePtr<Scalar>, len: u32,
+            aux: DevicePtrMut<Scalar>,
         );
     }
 }
@@ -188,6 +197,72 @@ impl DeviceIndices {
     }
 }
 
+/// A partition's packed aux on the device: its bitmaps and ranks, and room for its values
+/// (grown when a partition has more than it holds).
+#[derive(Debug)]
+pub(crate) struct DevicePacked {
+    ones: DeviceVec<u64>,
+    others: DeviceVec<u64>,
+    ranks: DeviceVec<u32>,
+    values: DeviceVec<Scalar>,
+    /// Values of the last packed aux copied up; each value the expansion reads (ranks and
+    /// bitmaps count them) is below its count of others, which `values` holds.
+    len: usize,
+}
+
+impl DevicePacked {
+    /// Room for a packed aux of `capacity` values, none of its values yet.
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory).
+    pub(crate) fn new(capacity: usize) -> Result<Self> {
+        let [ones, others, ranks] = packed::bitmap_bytes(capacity);
+        Ok(DevicePacked {
+            ones: DeviceVec::new(ones / 8)?,
+            others: DeviceVec::new(others / 8)?,
+            ranks: DeviceVec::new(ranks / 4)?,
+            values: DeviceVec::new(0)?,
+            len: 0,
+        })
+    }
+
+    /// Device bytes its values' room would hold after `p` is copied up, beyond what it holds:
+    /// for the device's budget.
+    pub(crate) fn growth(&self, p: &PackedAux) -> usize {
+        let room = p.value_chunks().len() * p.chunk_len();
+        room.saturating_sub(self.values.len()) * std::mem::size_of::<Scalar>()
+    }
+
+    /// Enqueues the copies of `p` on `stream`, growing the values' room first when it is too
+    /// small (after the stream's earlier work).
+    ///
+    /// # Panics
+    /// If `p` holds more values than the bitmaps were made for.
+    pub(crate) fn upload<'a>(
+        &mut self,
+        (stream, staging): (&'a Stream, &Staging),
+        p: &'a PackedAux,
+    ) -> Result<Vec<InFlight<'a>>> {
+        let room = p.value_chunks().len() * p.chunk_len();
+        if room > self.values.len() {
+            stream.synchronize().map_err(super::memory::from_cust)?;
+            self.values = DeviceVec::new(0)?; // the old room goes first
+            self.values = DeviceVec::new(room)?;
+        }
+        let direct = p.bitmaps_pinned();
+        let mut in_flight = vec![
+            upload(stream, staging, p.ones(), direct, &self.ones)?,
+            upload(stream, staging, p.others(), direct, &self.others)?,
+            upload(stream, staging, p.ranks(), direct, &self.ranks)?,
+        ];
+        for (j, chunk) in p.value_chunks().iter().enumerate() {
+            in_flight.push(upload_at(stream, staging, chunk, chunk.is_pinned(), (&self.values, j * p.chunk_len()))?);
+        }
+        self.len = p.len();
+        Ok(in_flight)
+    }
+}
+
 /// z = input ‖ aux on the device, as two vectors.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DeviceZ<'a> {
@@ -273,6 +348,36 @@ impl R1csKernels {
         let copies = room.load(stream, staging, (r1cs, which), rows)?;
         self.spmv(stream, room, table, z, (at, n), out)?;
         Ok(copies)
+    }
+
+    /// aux[..len] expanded from the packed aux last copied into `packed`, enqueued on
+    /// `stream`.
+    ///
+    /// # Panics
+    /// If `aux` is shorter than it.
+    pub(crate) fn packed_expand(&self, stream: &Stream, packed: &DevicePacked, aux: &DeviceVec<Scalar>) -> Result<()> {
+        let len = packed.len;
+        assert!(len <= aux.len(), "{len} values into {}", aux.len());
+        let groups = len.div_ceil(packed::GROUP);
+        let (ones, others, ranks, values) =
+            (packed.ones.ptr(), packed.others.ptr(), packed.ranks.ptr(), packed.values.ptr());
+        // SAFETY: copied from a PackedAux of `len` values (`upload`): its bitmaps hold a word
+        // per 64 values and its ranks one per group, one block each; every value a block
+        // reads (its group's rank plus the others before it) is below the others' count,
+        // which `values` holds; aux holds `len` (asserted).
+        unsafe {
+            self.g16_packed_expand(
+                u32_arg(groups),
+                PACKED_THREADS,
+                stream,
+                ones,
+                others,
+                ranks,
+                values,
+                u32_arg(len),
+                aux.ptr_mut(),
+            )
+        }
     }
 
     /// out[i] = z[vars[i]] for every index of `vars`, enqueued on `stream`.
