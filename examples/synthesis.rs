@@ -16,6 +16,7 @@ use bellpepper::util_cs::witness_cs::WitnessCS;
 use bellpepper_core::{Circuit, ConstraintSystem};
 use blstrs::{G1Affine, G2Affine, Scalar};
 use common::flags::Flags;
+use common::report::peak_rss;
 use common::shapes::{Chain, Shape};
 use group::prime::PrimeCurveAffine;
 use pinprove::backend::{Assignment, Census};
@@ -80,13 +81,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let r1cs = R1cs::record(Chain::new(shape, lg_m, 0))?;
     println!(
-        "{} 2^{lg_m}: recorded {} constraints, {} aux, {:?} entries (A, B, C), {:.3} GB, in {:.2} s",
+        "{} 2^{lg_m}: recorded {} constraints, {} aux, {:?} entries (A, B, C), {:.3} GB, in {:.2} s \
+         (the process's peak resident memory so far {:.3} GB)",
         shape.name(),
         r1cs.num_constraints(),
         r1cs.num_aux(),
         r1cs.entries(),
         r1cs.bytes() as f64 / 1e9,
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        peak_rss() as f64 / 1e9
     );
     let key = key_of_lengths(&r1cs);
     let pool = PinnedPool::new(PoolConfig { max_bytes: usize::MAX / 2, ..PoolConfig::default() });

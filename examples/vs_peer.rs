@@ -22,13 +22,16 @@ use rand::Rng;
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --params FILE --shape dense --lg-m K \\
     [--proofs 8] [--batches 1] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1]
-    [--memory-limit GB] [--witness-only 0|1] [--key-file 0|1]
+    [--memory-limit GB] [--witness-only 0|1] [--r1cs FILE] [--key-file 0|1]
 `--batches N`: N batches of `--proofs` proofs one after the other, each reported on its own
 (one setup, several measurements).
 `--memory-limit`: the most device memory the backend may hold; a key that does not fit
 beside a partition's buffers is streamed from pinned host memory (the placement is printed).
 `--witness-only 1`: records the circuit's constraints (R1cs::record, timed) and attaches them
 to the key, so synthesis computes the witness alone and the device evaluates the constraints.
+With `--r1cs FILE` the recording is read from FILE, or, when there is none, made and written
+there: a process that reads it never holds the recorder's working memory (about 1.7 times the
+recording's bytes).
 `--key-file 1`: the prover is given the opened file (KeyFile), and the backend reads the bases
 from it into device memory, so the host never holds the whole key (the setup line prints the
 process's peak resident memory either way).
@@ -58,6 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--check",
             "--memory-limit",
             "--witness-only",
+            "--r1cs",
             "--key-file",
         ],
     )?;
@@ -77,8 +81,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let memory_limit: f64 = flags.get("--memory-limit", 0.0)?;
     let witness_only = flags.get("--witness-only", 0u8)? == 1;
     let key_file = flags.get("--key-file", 0u8)? == 1;
+    let r1cs_file: String = flags.get("--r1cs", String::new())?;
 
-    let recording = witness_only.then(|| Chain::new(shape, lg_m, 0));
+    let recording = witness_only.then(|| (Chain::new(shape, lg_m, 0), r1cs_file));
     let (key, partition, loaded, load) = load_key(&path, check, key_file, recording)?;
     let mut device = CudaDevice::open(0)?;
     if memory_limit > 0.0 {
@@ -121,7 +126,7 @@ fn load_key(
     path: &str,
     check: Check,
     key_file: bool,
-    recording: Option<Chain>,
+    recording: Option<(Chain, String)>,
 ) -> Result<(KeySource, usize, String, Duration), Box<dyn std::error::Error>> {
     let (start, witness_only) = (Instant::now(), recording.is_some());
     if key_file {
@@ -129,7 +134,7 @@ fn load_key(
         let load = start.elapsed();
         let how = format!("opened in {:.3} s, its bases read as they are uploaded ({check:?})", load.as_secs_f64());
         let file = match recording {
-            Some(circuit) => file.with_r1cs(record(circuit)?)?,
+            Some((circuit, path)) => file.with_r1cs(recorded(circuit, &path)?)?,
             None => file,
         };
         let partition = file_partition_bytes(&file, witness_only)?;
@@ -139,7 +144,7 @@ fn load_key(
         let load = start.elapsed();
         let how = format!("read in {:.2} s ({check:?})", load.as_secs_f64());
         let key = match recording {
-            Some(circuit) => key.with_r1cs(record(circuit)?)?,
+            Some((circuit, path)) => key.with_r1cs(recorded(circuit, &path)?)?,
             None => key,
         };
         let partition = partition_bytes(&key, witness_only)?;
@@ -147,16 +152,27 @@ fn load_key(
     }
 }
 
-/// The constraints of `circuit` recorded, and what the recording took.
-fn record(circuit: Chain) -> Result<pinprove::R1cs, Box<dyn std::error::Error>> {
+/// The constraints of `circuit`: read from the file at `path`, or recorded (and written
+/// there, unless `path` is empty); with what it took.
+fn recorded(circuit: Chain, path: &str) -> Result<pinprove::R1cs, Box<dyn std::error::Error>> {
     let start = Instant::now();
-    let r1cs = pinprove::R1cs::record(circuit)?;
+    let (r1cs, how) = match File::open(path) {
+        Ok(file) => (pinprove::R1cs::read(BufReader::with_capacity(1 << 24, file))?, "read from its file"),
+        Err(_) => {
+            let r1cs = pinprove::R1cs::record(circuit)?;
+            if !path.is_empty() {
+                r1cs.write(std::io::BufWriter::with_capacity(1 << 24, File::create(path)?))?;
+            }
+            (r1cs, if path.is_empty() { "recorded" } else { "recorded and written" })
+        }
+    };
     println!(
-        "recorded the constraints in {:.2} s: {} constraints, {:?} entries (A, B, C), {:.2} GB",
+        "constraints {how} in {:.2} s: {} constraints, {:?} entries (A, B, C), {:.2} GB; host peak resident so far {:.2} GB",
         start.elapsed().as_secs_f64(),
         r1cs.num_constraints(),
         r1cs.entries(),
-        r1cs.bytes() as f64 / 1e9
+        r1cs.bytes() as f64 / 1e9,
+        peak_rss() as f64 / 1e9
     );
     Ok(r1cs)
 }
@@ -165,7 +181,8 @@ fn record(circuit: Chain) -> Result<pinprove::R1cs, Box<dyn std::error::Error>> 
 /// device hold, and how long each step took.
 fn print_setup(prover: &Prover, report: &DeviceReport, what: String, loaded: String, setup: Duration) {
     println!(
-        "witness-only: {} (recorded constraints on the device: {:.2} GB, {}); host bytes per partition in flight: {:.3} GB",
+        "witness-only: {} (recorded constraints on the device: {:.2} GB, {}); host bytes per partition in flight: {:.3} GB \
+         at least (the batch reports what they held)",
         prover.is_witness_only(),
         report.r1cs_bytes as f64 / 1e9,
         report.r1cs_chunk.map_or("resident".to_owned(), |n| format!("streamed in chunks of {n} entries")),
