@@ -8,7 +8,7 @@ m = re.search(r'#define MSM_KERNELS\(G, field, THREADS, BLOCKS\)(.*?)\n\n', api,
 body = m.group(1).replace('\\\n', '\n')
 text = api[:m.start()] + api[m.end():]
 for group, field in re.findall(r'^MSM_KERNELS\((\w+), (\w+),', api, re.M):
-    text += re.sub(r'\bfield\b', field, body.replace('##G', '_' + group))
+    text += re.sub(r'\bfield\b', field, body.replace('##G', group))
 text = re.sub(r'//.*', '', text)
 rows = []
 for name, params in re.findall(r'extern "C" __global__ void\s*(?:__launch_bounds__\([^)]*\))?\s*(\w+)\s*\(([^)]*)\)', text):
