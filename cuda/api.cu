@@ -16,6 +16,7 @@
 #include "msm/buckets.cuh"
 #include "msm/accumulate.cuh"
 #include "msm/shift.cuh"
+#include "msm/split.cuh"
 #include "r1cs/spmv.cuh"
 #include "r1cs/packed.cuh"
 
@@ -103,6 +104,13 @@ extern "C" __global__ void g16_msm_max(const uint32_t* v, uint32_t len, uint32_t
 extern "C" __global__ void g16_msm_next_offsets(const uint32_t* off, uint32_t keys, uint32_t L, uint32_t* next)
 {   msm_next_offsets(off, keys, L, next);   }
 
+// ---- the scalars split by value (msm/split.cuh)
+
+extern "C" __global__ void __launch_bounds__(SPLIT_THREADS)
+g16_msm_split(const fr_t* scalars, uint32_t n, uint32_t* ones, fr_t* others, uint32_t* others_idx, uint32_t room,
+              uint32_t* counts)
+{   msm_split(scalars, n, ones, others, others_idx, room, counts);   }
+
 // ---- MSM sums, per group (msm/accumulate.cuh)
 
 #define MSM_KERNELS(G, field, THREADS, BLOCKS)                                                          \
@@ -133,7 +141,11 @@ g16_msm_window_sums_##G(const xyzz_t<field>* segments, uint32_t per_window, uint
                                                                                                         \
 extern "C" __global__ void __launch_bounds__(SHIFT_THREADS)                                             \
 g16_msm_shift_##G(const affine_t<field>* in, uint32_t n, uint32_t doublings, affine_t<field>* out)      \
-{   msm_shift(in, n, doublings, out);   }
+{   msm_shift(in, n, doublings, out);   }                                                               \
+                                                                                                        \
+extern "C" __global__ void                                                                              \
+g16_msm_gather_##G(const affine_t<field>* bases, const uint32_t* idx, uint32_t k, affine_t<field>* out) \
+{   msm_gather(bases, idx, k, out);   }
 
 // Threads per block and blocks per multiprocessor of each group's kernels: geometry.h.
 MSM_KERNELS(g1, fp_t, MSM_G1_THREADS, MSM_G1_BLOCKS)

@@ -37,6 +37,8 @@
 #define MSM_G2_BLOCKS 1
 // Threads per block of the shifted bases' precompute (msm/shift.cuh).
 #define SHIFT_THREADS 128
+// Threads per block of the scalars' split by value (msm/split.cuh).
+#define SPLIT_THREADS 256
 
 // ---- recorded constraints (r1cs/spmv.cuh): threads per block, and threads that share a row
 // of a product (bit-heavy circuits have mostly short rows and a few long ones). Refit

@@ -1,7 +1,8 @@
 //! The CUDA backend measured on its device, each figure beside its reference in one run:
 //! H2D bandwidth from pinned pool buffers against pageable memory, NTT time per size against
 //! the data-movement bound, G1 and G2 MSM times per size (bases resident, plain and shifted,
-//! random scalars), the pipeline on the GPU against the CPU backend, and the pacing study
+//! random scalars), MSMs of bit-heavy scalars through the plan over every scalar against the
+//! split by value, the pipeline on the GPU against the CPU backend, and the pacing study
 //! (queue depth against busy time and memory) on the CUDA backend.
 //!
 //! Flags: `--help` (see `USAGE` below).
@@ -16,7 +17,7 @@ use common::timing_key::{g1_points, g2_points};
 use common::{pacing, report, MimcChain};
 use ff::Field;
 use pinprove::backend::cuda::CudaDevice;
-use pinprove::internal::cuda::{self, BasesLayout, Bench, MsmRun, Transform};
+use pinprove::internal::cuda::{self, BasesLayout, Bench, MsmRun, SplitRun, Transform};
 use pinprove::{generate_random_parameters, prepare_verifying_key};
 use pinprove::{Config, PinnedPool, PinnedVec, PoolConfig, Prover};
 use rayon::prelude::*;
@@ -63,6 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     h2d(&device, &mut gpu)?;
     ntt(&mut gpu, max_lg_ntt)?;
     msm(&mut gpu, max_lg_msm, &windows, layouts)?;
+    split(&mut gpu, max_lg_msm)?;
     drop(gpu);
     if proofs == 0 {
         return Ok(());
@@ -138,6 +140,60 @@ fn msm(gpu: &mut Bench, max_lg: u32, windows: &[u32], layouts: &[bool]) -> Resul
     };
     sizes.rows(gpu, "G1", &g1_points(n, 11), |g, b, l| g.upload_g1_bases(b, l), |g, b, s, c| g.msm_g1(b, s, c))?;
     sizes.rows(gpu, "G2", &g2_points(n, 12), |g, b, l| g.upload_g2_bases(b, l), |g, b, s, c| g.msm_g2(b, s, c))?;
+    Ok(())
+}
+
+/// MSMs of bit-heavy scalars (as Filecoin's PoRep witness: 51 % zeros, 47.3 % ones, 1.7 %
+/// others) over shifted bases, the pipeline's placement, in G1 and G2: the plan over every
+/// scalar against the split by value (`msm/split.rs`), median of 3 after a warm-up each,
+/// and whether the two agree.
+fn split(gpu: &mut Bench, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\nMSM of bit-heavy scalars (median of 3, shifted bases)   plan ms   split ms   equal");
+    let n = 1usize << max_lg;
+    let scalars: Vec<Scalar> = (0..n as u64)
+        .map(|i| match i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 1000 {
+            0..=16 => Scalar::from(i + 2),
+            17..=489 => Scalar::ONE,
+            _ => Scalar::ZERO,
+        })
+        .collect();
+    let (g1, g2) = (g1_points(n, 11), g2_points(n, 12));
+    for lg in (20..=max_lg).step_by(2) {
+        let s = &scalars[..1 << lg];
+        let b1 = gpu.upload_g1_bases(&g1[..1 << lg], BasesLayout::Shifted { window: None })?;
+        split_row(gpu, ("G1", lg), &b1, s, Bench::msm_g1, Bench::split_msm_g1)?;
+        drop(b1);
+        let b2 = gpu.upload_g2_bases(&g2[..1 << lg], BasesLayout::Shifted { window: None })?;
+        split_row(gpu, ("G2", lg), &b2, s, Bench::msm_g2, Bench::split_msm_g2)?;
+    }
+    Ok(())
+}
+
+/// A group's split MSM.
+type SplitMsm<B, S> = fn(&mut Bench, &B, &[Scalar]) -> pinprove::Result<(Option<S>, SplitRun)>;
+
+/// One row of [`split`]: the plan's and the split's median device times over `bases`.
+fn split_row<B, S: PartialEq>(
+    gpu: &mut Bench,
+    (group, lg): (&str, u32),
+    bases: &B,
+    s: &[Scalar],
+    msm: DeviceMsm<B, S>,
+    split: SplitMsm<B, S>,
+) -> pinprove::Result<()> {
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[1]
+    };
+    let (all, parts) = (msm(gpu, bases, s, None)?.0, split(gpu, bases, s)?.0);
+    let plan = median((0..3).map(|_| msm(gpu, bases, s, None).map(|r| r.1.plan + r.1.sums)).collect::<Result<_, _>>()?);
+    let taken = median((0..3).map(|_| split(gpu, bases, s).map(|r| r.1.msm)).collect::<Result<_, _>>()?);
+    let equal = parts.map_or("split refused".to_owned(), |p| (p == all).to_string());
+    println!(
+        "  {group} 2^{lg:<2}                                          {:>9.2} {:>10.2}   {equal}",
+        report::ms(plan),
+        report::ms(taken)
+    );
     Ok(())
 }
 

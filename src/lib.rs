@@ -93,7 +93,7 @@ pub mod internal {
     /// The CUDA backend's bench hooks and the types they take.
     #[cfg(feature = "cuda")]
     pub mod cuda {
-        pub use crate::backend::cuda::hooks::{BasesLayout, Bench, G1Bases, G2Bases, MsmRun};
+        pub use crate::backend::cuda::hooks::{BasesLayout, Bench, G1Bases, G2Bases, MsmRun, SplitRun};
         pub use crate::backend::cuda::msm::{shifted_window_bits, window_bits};
         pub use crate::backend::cuda::ntt::Transform;
     }

@@ -74,6 +74,7 @@ trait DeviceMsm: CpuMsm + std::fmt::Debug {
     type Bases;
     fn upload(gpu: &mut Bench, bases: &[Self::Affine], layout: BasesLayout) -> pinprove::Result<Self::Bases>;
     fn msm(gpu: &mut Bench, bases: &Self::Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self>;
+    fn split(gpu: &mut Bench, bases: &Self::Bases, s: &[Scalar]) -> pinprove::Result<Option<Self>>;
 }
 
 impl DeviceMsm for G1Projective {
@@ -84,6 +85,9 @@ impl DeviceMsm for G1Projective {
     fn msm(gpu: &mut Bench, bases: &G1Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self> {
         gpu.msm_g1(bases, s, window).map(|(p, _)| p)
     }
+    fn split(gpu: &mut Bench, bases: &G1Bases, s: &[Scalar]) -> pinprove::Result<Option<Self>> {
+        gpu.split_msm_g1(bases, s).map(|(p, _)| p)
+    }
 }
 
 impl DeviceMsm for G2Projective {
@@ -93,6 +97,9 @@ impl DeviceMsm for G2Projective {
     }
     fn msm(gpu: &mut Bench, bases: &G2Bases, s: &[Scalar], window: Option<u32>) -> pinprove::Result<Self> {
         gpu.msm_g2(bases, s, window).map(|(p, _)| p)
+    }
+    fn split(gpu: &mut Bench, bases: &G2Bases, s: &[Scalar]) -> pinprove::Result<Option<Self>> {
+        gpu.split_msm_g2(bases, s).map(|(p, _)| p)
     }
 }
 
@@ -202,6 +209,66 @@ fn gpu_msm_equals_cpu_msm_from_2_13_to_2_22() {
     g2.extend(KINDS[1..].iter().map(|&k| (1 << 18, k, None)));
     g1.extend((22..=24).map(|c| (1 << 14, Scalars::Random, Some(c))));
     check_msm_cases(&g1, &g2);
+}
+
+/// Scalars of a bit-heavy witness: zeros and ones (none of either for `ones` or `zeros`
+/// false), and a value neither 0 nor 1 every `other_every`th (none for 0).
+fn bits(n: usize, (zeros, ones): (bool, bool), other_every: usize, seed: u64) -> Vec<Scalar> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| match (rng.gen::<bool>(), zeros, ones) {
+            _ if other_every > 0 && i % other_every == other_every / 2 => Scalar::random(&mut rng),
+            (true, true, _) | (_, true, false) => Scalar::ZERO,
+            _ => Scalar::ONE,
+        })
+        .collect()
+}
+
+/// The split MSMs of G1 or G2 over plain and shifted bases against the CPU's: all zero, all
+/// one, without ones, mixed, and random scalars (more others than the split takes: refused).
+fn split_cases<G: DeviceMsm>(gpu: &mut Bench, sizes: &[usize], bases: &[G::Affine]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let plain = G::upload(gpu, bases, BasesLayout::Plain).unwrap();
+    let shifted = G::upload(gpu, bases, BasesLayout::Shifted { window: None }).unwrap();
+    for &n in sizes {
+        let mixes = [
+            ("all zero", bits(n, (true, false), 0, 1)),
+            ("all one", bits(n, (false, true), 0, 2)),
+            ("without ones", bits(n, (true, false), 20, 3)),
+            ("mixed", bits(n, (true, true), 50, 4)),
+            ("bits alone", bits(n, (true, true), 0, 5)),
+            ("random", scalars(Scalars::Random, n, 6)),
+        ];
+        for (mix, s) in mixes {
+            let expected = msm::<G>(&bases[..n], &s);
+            let others = s.iter().filter(|x| **x != Scalar::ZERO && **x != Scalar::ONE).count();
+            for (layout, b) in [("plain", &plain), ("shifted", &shifted)] {
+                let case = format!("{layout}: n = {n}, {mix} ({others} others)");
+                match (G::split(gpu, b, &s), others <= n / 16) {
+                    (Ok(Some(got)), true) if got == expected => {}
+                    (Ok(None), false) => {}
+                    (Ok(Some(_)), true) => failures.push(format!("{case}: differs from the CPU")),
+                    (Ok(got), _) => {
+                        failures.push(format!("{case}: split {}", if got.is_some() { "taken" } else { "refused" }))
+                    }
+                    (Err(e), _) => failures.push(format!("{case}: {e}")),
+                }
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_split_msm_equals_cpu_msm_for_every_mix() {
+    let device = CudaDevice::open(0).unwrap();
+    let mut gpu = Bench::new(&device).unwrap();
+    let sizes = [1, 3, 100, 1000, 4096, 1 << 14, 100_003, 1 << 18];
+    let mut failures = split_cases::<G1Projective>(&mut gpu, &sizes, &with_edges(g1_points(1 << 18, 5)));
+    let g2 = split_cases::<G2Projective>(&mut gpu, &sizes[..6], &with_edges(g2_points(1 << 14, 6)));
+    failures.extend(g2.into_iter().map(|f| format!("G2: {f}")));
+    assert!(failures.is_empty(), "{} split MSM cases failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// An MSM of `n` random scalars over `distinct` bases repeated to n points, plain and shifted,

@@ -3,8 +3,8 @@
 #   tests/fake_cuda/run.sh LOG [PARTS] [READ]
 # builds the fake libcuda.so.1 and the `launch_trace` example (feature cuda; the CUDA
 # toolchain as for any cuda build: eval "$(sh ../shared/tools/cuda-toolchain.sh)"), runs the
-# trace's PARTS (comma-separated: ntt, small, large, keys, files; default
-# ntt,small,keys,files) with every 4-byte readback READ (default: the memory's own, zeros),
+# trace's PARTS (comma-separated: ntt, small, large, keys, files, split; default
+# ntt,small,keys,files,split) with every 4-byte readback READ (default: the memory's own, zeros),
 # and writes the log of its launches and copies to LOG. Two builds' logs are compared with cmp: equal launches, equal logs.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -17,6 +17,6 @@ grep -oE 'CUresult (cu[A-Za-z0-9_]+)\(' tests/fake_cuda/fake.c | sed 's/CUresult
 comm -23 "$out/all.txt" "$out/impl.txt" | awk '{print "int " $1 "(void){return 100;}"}' >"$out/rest.c"
 cc -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$out" -o "$out/libcuda.so.1" tests/fake_cuda/fake.c "$out/rest.c"
 cargo build --release --features cuda --example launch_trace
-env LD_LIBRARY_PATH="$PWD/$out" FAKE_CUDA_LOG="$1" TRACE_PART="${2:-ntt,small,keys,files}" ${3:+FAKE_READ_U32=$3} \
+env LD_LIBRARY_PATH="$PWD/$out" FAKE_CUDA_LOG="$1" TRACE_PART="${2:-ntt,small,keys,files,split}" ${3:+FAKE_READ_U32=$3} \
   target/release/examples/launch_trace
 echo "$(grep -c '^launch' "$1") launches logged in $1"

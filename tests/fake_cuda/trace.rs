@@ -3,8 +3,9 @@
 //! 2^0..2^12; G1 and G2 MSMs over plain and shifted bases at several sizes and windows;
 //! dense, sparse and sha256 keys placed shifted, resident (under a memory limit) and
 //! streamed (a smaller one), each proving a partition; recorded constraints resident and
-//! streamed in chunks; a key read from its file, placed the three ways. `TRACE_PART` picks
-//! parts: ntt, small, large (2^14 MSMs), keys, files. Its results are not checked (the fake
+//! streamed in chunks; a key read from its file, placed the three ways; MSMs split by value
+//! (with the fake's readbacks set to k, `run.sh`'s READ, a split of k ones and k others).
+//! `TRACE_PART` picks parts: ntt, small, large (2^14 MSMs), keys, files, split. Its results are not checked (the fake
 //! runs no kernel): its log of launches and copies is the output, compared between builds.
 #[path = "../../examples/common/mod.rs"]
 mod common;
@@ -54,6 +55,14 @@ fn single_kernels(device: &CudaDevice) {
     {
         let b1 = bench.upload_g1_bases(&g1, layout).unwrap();
         let b2 = bench.upload_g2_bases(&g2, layout).unwrap();
+        if part("split") {
+            for n in [1, 100, 4096] {
+                println!("split msm n={n} {layout:?}");
+                let s = random_scalars(n, n as u64);
+                bench.split_msm_g1(&b1, &s).unwrap();
+                bench.split_msm_g2(&b2, &s).unwrap();
+            }
+        }
         for &n in sizes.iter().chain(large) {
             let s = random_scalars(n, n as u64);
             println!("msm n={n} {layout:?}");

@@ -49,6 +49,15 @@ pub struct MsmRun {
     pub sums: Duration,
 }
 
+/// Device times of one split MSM run alone (from [`Bench::split_msm_g1`] and `split_msm_g2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitRun {
+    /// Copying the scalars to the device.
+    pub h2d: Duration,
+    /// The split (with the readback of its counts), the ones' bucket, the others' MSM.
+    pub msm: Duration,
+}
+
 /// Single kernels on a device, for reports and tests: transforms, copies, MSMs of given
 /// bases, each timed by device events.
 #[derive(Debug)]
@@ -213,6 +222,51 @@ impl Bench {
         let run =
             MsmRun { h2d: elapsed(&ev[0], &ev[1])?, plan: elapsed(&ev[1], &ev[2])?, sums: elapsed(&ev[2], &ev[3])? };
         Ok((sum, run))
+    }
+}
+
+impl Bench {
+    /// Σ scalarsᵢ·basesᵢ in G1 split by value (the ones summed as one bucket, the others
+    /// through an MSM of their own, `msm/split.rs`), and its device times; `None` when more
+    /// than the split's share of the scalars are neither 0 nor 1.
+    ///
+    /// # Errors
+    /// As [`msm_g1`](Self::msm_g1).
+    pub fn split_msm_g1(&mut self, bases: &G1Bases, scalars: &[Scalar]) -> Result<(Option<G1Projective>, SplitRun)> {
+        self.split_alone::<G1>(&bases.0, scalars)
+    }
+
+    /// As [`split_msm_g1`](Self::split_msm_g1), in G2.
+    ///
+    /// # Errors
+    /// As [`msm_g1`](Self::msm_g1).
+    pub fn split_msm_g2(&mut self, bases: &G2Bases, scalars: &[Scalar]) -> Result<(Option<G2Projective>, SplitRun)> {
+        self.split_alone::<G2>(&bases.0, scalars)
+    }
+
+    fn split_alone<C: Group>(
+        &mut self,
+        bases: &DeviceBases<C::Affine>,
+        scalars: &[Scalar],
+    ) -> Result<(Option<C::Projective>, SplitRun)> {
+        let n = scalars.len();
+        if n > bases.n {
+            return Err(Error::Shape { what: "MSM scalars (at most the bases)", expected: bases.n, got: n });
+        }
+        let (c, shifted) = bases.plan_for(n);
+        self.scratch.reserve::<C>(n, c, shifted.is_some())?;
+        self.scratch.reserve_split::<C>(n)?;
+        let device_scalars = DeviceVec::<Scalar>::new(n)?;
+        let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
+        let Self { gpu, marks: ev, scratch, .. } = self;
+        let stream = &gpu.stream;
+        ev[0].record(stream).map_err(from_cust)?;
+        upload(stream, &gpu.staging, scalars, false, &device_scalars)?.wait()?;
+        ev[1].record(stream).map_err(from_cust)?;
+        let msms = Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch };
+        let sum = msms.split::<C>(&device_scalars, n, bases, &sums)?;
+        ev[2].record(stream).map_err(from_cust)?;
+        Ok((sum, SplitRun { h2d: elapsed(&ev[0], &ev[1])?, msm: elapsed(&ev[1], &ev[2])? }))
     }
 }
 

@@ -13,7 +13,8 @@ use std::cell::Cell;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cust::stream::Stream;
 
-use super::copies::{copy_d2d, read};
+use super::copies::{copy_d2d, read, Staging};
+use super::geometry::SPLIT_THREADS;
 use super::geometry::{self, BIN_ITEMS, BIN_THREADS, MSM_THREADS as THREADS, SCAN_ITEMS, SCAN_THREADS, SHIFT_THREADS};
 use super::launch::{blocks, u32_arg};
 use super::memory::{DeviceElem, DevicePtr, DevicePtrMut, DeviceVec, HostElem, XyzzG1, XyzzG2};
@@ -68,6 +69,10 @@ pub(crate) trait Group: std::fmt::Debug + Sized {
     fn sums(b: &MsmBuffers) -> &SumBuffers<Self::Xyzz>;
     /// Its buffers, to grow.
     fn sums_mut(b: &mut MsmBuffers) -> &mut SumBuffers<Self::Xyzz>;
+    /// Its room for the bases of a split's others.
+    fn gathered(b: &SplitBuffers) -> &Option<DeviceVec<Self::Affine>>;
+    /// Its room for the bases of a split's others, to grow.
+    fn gathered_mut(b: &mut SplitBuffers) -> &mut Option<DeviceVec<Self::Affine>>;
 }
 
 /// G1 of BLS12-381.
@@ -92,6 +97,12 @@ impl Group for G1 {
     fn sums_mut(b: &mut MsmBuffers) -> &mut SumBuffers<XyzzG1> {
         &mut b.g1
     }
+    fn gathered(b: &SplitBuffers) -> &Option<DeviceVec<G1Affine>> {
+        &b.g1
+    }
+    fn gathered_mut(b: &mut SplitBuffers) -> &mut Option<DeviceVec<G1Affine>> {
+        &mut b.g1
+    }
 }
 
 impl Group for G2 {
@@ -107,6 +118,12 @@ impl Group for G2 {
         &b.g2
     }
     fn sums_mut(b: &mut MsmBuffers) -> &mut SumBuffers<XyzzG2> {
+        &mut b.g2
+    }
+    fn gathered(b: &SplitBuffers) -> &Option<DeviceVec<G2Affine>> {
+        &b.g2
+    }
+    fn gathered_mut(b: &mut SplitBuffers) -> &mut Option<DeviceVec<G2Affine>> {
         &mut b.g2
     }
 }
@@ -138,6 +155,8 @@ kernels! {
         );
         /// Copy w of the bases from copy w − 1, `doublings` doublings each.
         fn g16_msm_shift(input: DevicePtr<G::Affine>, n: u32, doublings: u32, out: DevicePtrMut<G::Affine>);
+        /// out[j] = bases[idx[j]] for j < k (`cuda/msm/split.cuh`).
+        fn g16_msm_gather(bases: DevicePtr<G::Affine>, idx: DevicePtr<u32>, k: u32, out: DevicePtrMut<G::Affine>);
     }
 }
 
@@ -173,6 +192,12 @@ kernels! {
         fn g16_scan_tiles(input: DevicePtr<u32>, len: u32, out: DevicePtrMut<u32>, tile_sums: DevicePtrMut<u32>);
         /// Adds each tile's offset to its sums.
         fn g16_scan_add(out: DevicePtrMut<u32>, len: u32, tile_offsets: DevicePtr<u32>);
+        /// The scalars split by value (`cuda/msm/split.cuh`): the ones' indices, the others
+        /// (the first `room` of them kept) and their indices, and the two counts.
+        fn g16_msm_split(
+            scalars: DevicePtr<Scalar>, n: u32, ones: DevicePtrMut<u32>, others: DevicePtrMut<Scalar>,
+            others_idx: DevicePtrMut<u32>, room: u32, counts: DevicePtrMut<u32>,
+        );
     }
 }
 
@@ -224,6 +249,17 @@ impl<X: DeviceElem> Default for SumBuffers<X> {
     }
 }
 
+/// Room for a split's others: their scalars and indices, their bases in each group, and the
+/// two counts the split reads back.
+#[derive(Debug, Default)]
+pub(crate) struct SplitBuffers {
+    others: Option<DeviceVec<Scalar>>,
+    others_idx: Option<DeviceVec<u32>>,
+    counts: Option<DeviceVec<u32>>,
+    g1: Option<DeviceVec<G1Affine>>,
+    g2: Option<DeviceVec<G2Affine>>,
+}
+
 /// The device buffers of the MSMs of one backend, reused by every MSM that fits them.
 #[derive(Debug, Default)]
 pub(crate) struct MsmBuffers {
@@ -245,6 +281,7 @@ pub(crate) struct MsmBuffers {
     fullest: Option<DeviceVec<u32>>,
     g1: SumBuffers<XyzzG1>,
     g2: SumBuffers<XyzzG2>,
+    split: SplitBuffers,
     /// The sort whose buckets the buffers hold, and the serial the next sort takes.
     sorted: Cell<Option<u64>>,
     serials: Cell<u64>,
@@ -280,6 +317,27 @@ impl MsmBuffers {
         Ok(())
     }
 
+    /// Grows the split's rooms to `others` others, and their bases in group G.
+    ///
+    /// # Errors
+    /// As [`grow_buckets`](Self::grow_buckets).
+    pub(crate) fn grow_split<G: Group>(&mut self, others: usize) -> Result<()> {
+        let split = &mut self.split;
+        grow(&mut split.others, others)?;
+        grow(&mut split.others_idx, others)?;
+        grow(&mut split.counts, 2)?;
+        grow(G::gathered_mut(split), others)
+    }
+
+    /// The most others a split keeps for an MSM in group G: what its rooms hold.
+    pub(crate) fn split_room<G: Group>(&self) -> usize {
+        let split = &self.split;
+        let len = |v: Option<usize>| v.unwrap_or(0);
+        let kept =
+            len(split.others.as_ref().map(DeviceVec::len)).min(len(split.others_idx.as_ref().map(DeviceVec::len)));
+        kept.min(len(G::gathered(split).as_ref().map(DeviceVec::len)))
+    }
+
     /// Grows group G's sums to `slots` (the odd levels' output, then the even ones') and its
     /// segments to `segments`.
     ///
@@ -304,6 +362,16 @@ pub(crate) struct Digits {
     /// The scatter bins the entries first, in bins of 2^shift keys (`Some(shift)`), or
     /// places them in one pass.
     pub(crate) bin_shift: Option<u32>,
+}
+
+/// A set of scalars split by value ([`MsmKernels::split`]): its count, its ones and its
+/// others, and whether the others were all kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub(crate) n: usize,
+    pub(crate) ones: usize,
+    pub(crate) others: usize,
+    pub(crate) kept: bool,
 }
 
 /// The buckets of one set of scalars, as [`MsmKernels::sort`] left them in the buffers.
@@ -379,6 +447,24 @@ impl MsmKernels {
             None => self.scatter(stream, buffers, (n, windows), digits.shared)?,
         }
         let (chunk, levels) = levels(total, fullest);
+        self.level_offsets(stream, buffers, keys, (chunk, levels))?;
+        let serial = buffers.serials.replace(buffers.serials.get() + 1);
+        buffers.sorted.set(Some(serial));
+        Ok(Buckets { digits, n, windows: windows as u32, keys, entries: total, chunk, levels, serial })
+    }
+
+    /// Each reduction level's offsets of `keys` buckets from the entries' (`offsets[0]`):
+    /// where a level's items of each bucket start, `chunk` items per thread.
+    ///
+    /// # Panics
+    /// If the buffers have no room for the levels or the keys.
+    fn level_offsets(
+        &self,
+        stream: &Stream,
+        buffers: &MsmBuffers,
+        keys: usize,
+        (chunk, levels): (usize, u32),
+    ) -> Result<()> {
         assert!(chunk >= 1 && buffers.offsets.len() > levels as usize, "{levels} levels of {chunk} items");
         for level in 1..=levels as usize {
             let (off, next) = (&buffers.offsets[level - 1], &buffers.offsets[level]);
@@ -397,9 +483,107 @@ impl MsmKernels {
                 )?
             };
         }
+        Ok(())
+    }
+
+    /// Splits `scalars[..n]` by value (split.cuh): the ones' indices into the sort's entries
+    /// (whose buckets they replace), the others and their indices into the split's rooms,
+    /// at most `room` of them kept; reads the counts back.
+    ///
+    /// # Panics
+    /// If `scalars` holds fewer than n, the entries fewer than n, the split's rooms fewer than
+    /// `room`, or n is 2^31 or more.
+    pub(crate) fn split(
+        &self,
+        stream: &Stream,
+        buffers: &MsmBuffers,
+        scalars: &DeviceVec<Scalar>,
+        (n, room): (usize, usize),
+    ) -> Result<Split> {
+        let entries = grown(&buffers.entries);
+        let (others, others_idx, counts) = (&buffers.split.others, &buffers.split.others_idx, &buffers.split.counts);
+        let (others, others_idx, counts) = (grown(others), grown(others_idx), grown(counts));
+        assert!(scalars.len() >= n && entries.len() >= n && n < 1 << 31, "a split of {n} scalars");
+        assert!(others.len() >= room && others_idx.len() >= room && counts.len() >= 2, "room for {room} others");
+        buffers.sorted.set(None); // the entries become the ones' indices
+        counts.zero(2, stream)?;
+        // SAFETY: thread i < n reads scalar i (inside, asserted); a one's slot is below the
+        // ones' count ≤ n ≤ entries.len(), an other's is written only below `room` (asserted
+        // to fit both rooms); the counts are two (asserted).
+        unsafe {
+            self.sort.g16_msm_split(
+                blocks(n, SPLIT_THREADS),
+                SPLIT_THREADS,
+                stream,
+                scalars.ptr(),
+                u32_arg(n),
+                entries.ptr_mut(),
+                others.ptr_mut(),
+                others_idx.ptr_mut(),
+                u32_arg(room),
+                counts.ptr_mut(),
+            )?
+        };
+        let (ones, others) = (read(stream, counts, 0)? as usize, read(stream, counts, 1)? as usize);
+        Ok(Split { n, ones, others, kept: others <= room })
+    }
+
+    /// The bucket of the ones a [`split`](Self::split) left in the entries, as a sort of
+    /// 2-bit windows: one window whose first bucket (digit 1) holds them and whose second
+    /// is empty, its levels as `levels` chooses them for the ones' count.
+    ///
+    /// # Panics
+    /// If the buffers have no room for the levels.
+    pub(crate) fn ones_bucket(
+        &self,
+        (stream, staging): (&Stream, &Staging),
+        buffers: &MsmBuffers,
+        split: &Split,
+        levels: impl FnOnce(usize, usize) -> (usize, u32),
+    ) -> Result<Buckets> {
+        let (keys, ones) = (2, u32_arg(split.ones));
+        let offsets = buffers.offsets.first().expect("the MSM's scratch sized the offsets");
+        super::copies::upload(stream, staging, &[0, ones, ones], false, offsets)?.wait()?;
+        let (chunk, levels) = levels(split.ones, split.ones);
+        self.level_offsets(stream, buffers, keys, (chunk, levels))?;
         let serial = buffers.serials.replace(buffers.serials.get() + 1);
         buffers.sorted.set(Some(serial));
-        Ok(Buckets { digits, n, windows: windows as u32, keys, entries: total, chunk, levels, serial })
+        let digits = Digits { c: 2, shared: None, bin_shift: None };
+        Ok(Buckets { digits, n: split.n, windows: 1, keys, entries: split.ones, chunk, levels, serial })
+    }
+
+    /// The bases of a split's others in group G, gathered from `bases` into the split's
+    /// room, and the others: an MSM's points and scalars.
+    ///
+    /// # Panics
+    /// If the split kept not all its others, `bases` holds fewer than its n points, or G's
+    /// room fewer than the others.
+    pub(crate) fn gather<'b, G: Group>(
+        &self,
+        stream: &Stream,
+        buffers: &'b MsmBuffers,
+        split: &Split,
+        bases: &DeviceVec<G::Affine>,
+    ) -> Result<(&'b DeviceVec<G::Affine>, &'b DeviceVec<Scalar>)> {
+        let (others, idx) = (grown(&buffers.split.others), grown(&buffers.split.others_idx));
+        let gathered = grown(G::gathered(&buffers.split));
+        let k = split.others;
+        assert!(split.kept && bases.len() >= split.n, "a split of {} points, its others kept: {}", split.n, split.kept);
+        assert!(gathered.len() >= k && idx.len() >= k, "room for {k} others");
+        // SAFETY: thread j < k reads index j (written by the split, below n ≤ bases.len(),
+        // asserted) and writes point j of the room (asserted to hold k).
+        unsafe {
+            G::kernels(self).g16_msm_gather(
+                blocks(k, THREADS),
+                THREADS,
+                stream,
+                bases.ptr(),
+                idx.ptr(),
+                u32_arg(k),
+                gathered.ptr_mut(),
+            )?
+        };
+        Ok((gathered, others))
     }
 
     /// The digits' counts per key and their words, the counts' prefix sums (each key's

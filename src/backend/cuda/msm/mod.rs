@@ -12,12 +12,14 @@
 //!
 //! Files: `window.rs` (the window width), `plan.rs` (the plan's geometry), `scratch.rs` (the
 //! device buffers, sized before the work), `bases.rs` (the bases on the device, shifted or
-//! not, or streamed), `schedule.rs` (the order of a partition's MSMs and of streamed chunks).
+//! not, or streamed), `schedule.rs` (the order of a partition's MSMs and of streamed chunks),
+//! `split.rs` (scalars that are mostly 0 and 1: the ones summed, the others apart).
 
 mod bases;
 mod plan;
 mod schedule;
 mod scratch;
+mod split;
 mod window;
 
 pub(crate) use bases::{copies, Bases, DeviceBases};

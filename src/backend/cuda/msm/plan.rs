@@ -74,6 +74,13 @@ pub(crate) fn levels_for(items: usize, per_thread: usize) -> u32 {
     levels
 }
 
+/// The items per thread and the reduction levels of a sort of `entries` entries whose
+/// fullest bucket holds `fullest`.
+pub(crate) fn levels(entries: usize, fullest: usize) -> (usize, u32) {
+    let per_thread = thread_items(entries);
+    (per_thread, levels_for(fullest, per_thread))
+}
+
 /// Most slots level `level` ≥ 1 writes for a plan of at most `entries` entries in `keys`
 /// buckets, whatever items per thread [`thread_items`] picks for its entries t: level 1
 /// writes ⌊t/items⌋ + keys, and t/thread_items(t) is at most t/MIN_THREAD_ITEMS, and below

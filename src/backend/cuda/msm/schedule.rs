@@ -9,7 +9,7 @@ use group::Group as _;
 
 use super::bases::Bases;
 use super::combine;
-use super::plan::{digits_for, levels_for, thread_items, window_range, Plan};
+use super::plan::{digits_for, levels, window_range, Plan};
 use super::scratch::MsmScratch;
 use super::window::window_bits;
 use crate::backend::cuda::ffi::msm::{Group, MsmKernels};
@@ -40,10 +40,6 @@ impl Msms<'_> {
     ) -> Result<Plan> {
         assert!(window_range(shifted.is_some()).contains(&c), "window of {c} bits");
         let digits = digits_for(range.len(), c, shifted);
-        let levels = |entries, fullest| {
-            let per_thread = thread_items(entries);
-            (per_thread, levels_for(fullest, per_thread))
-        };
         let buckets = self.kernels.sort(self.stream, self.scratch.buffers(), (scalars, range), digits, levels)?;
         Ok(Plan::of(buckets))
     }

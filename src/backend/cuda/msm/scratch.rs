@@ -4,6 +4,7 @@
 
 use super::plan::{levels_for, segments_for, widest_window, window_range, written_bound};
 use super::plan::{BINNED_ENTRIES, MIN_THREAD_ITEMS};
+use super::window::window_bits;
 use crate::backend::cuda::ffi::msm::{windows_for, BucketRoom, Group, MsmBuffers};
 use crate::error::Result;
 
@@ -64,6 +65,30 @@ impl MsmScratch {
         let sets = need.keys >> (c - 1);
         let (_, per_window) = segments_for(sets, c);
         self.buffers.grow_sums::<G>([bound(1), bound(0)], sets * per_window)
+    }
+
+    /// Whether the buffers hold any plan of `n` points with `c`-bit windows over plain or
+    /// `shifted` bases.
+    pub(crate) fn fits(&self, n: usize, c: u32, shifted: bool) -> bool {
+        covers(&self.room, &room_for(n, widest_window(c), shifted))
+    }
+
+    /// Sizes the split's rooms (`split.rs`) for MSMs of up to `n` points in group G: the
+    /// others of a [`SPLIT_SHARE`](super::split::SPLIT_SHARE)th of them, and the plans over
+    /// them.
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub(crate) fn reserve_split<G: Group>(&mut self, n: usize) -> Result<()> {
+        let room = n / super::split::SPLIT_SHARE;
+        self.buffers.grow_split::<G>(room)?;
+        // A plan of fewer points may take a window a bit narrower, and so more entries.
+        let c = window_bits(room);
+        self.reserve::<G>(room, c, false)?;
+        match c > *window_range(false).start() {
+            true => self.reserve::<G>(room, c - 1, false),
+            false => Ok(()),
+        }
     }
 
     /// The buffers, for the sorts and sums.
