@@ -166,7 +166,8 @@ fn steady_state_after_prewarm_100_partitions_allocate_nothing_and_report_timings
     for t in &timings {
         assert!(t.synthesis > Duration::ZERO && t.ntt > Duration::ZERO && t.msm > Duration::ZERO, "{t:?}");
         assert!(t.proving >= t.ntt + t.msm, "busy covers the stages: {t:?}");
-        assert_eq!(t.h2d, Duration::ZERO, "the CPU backend copies nothing");
+        assert_eq!((t.h2d, t.h2d_bytes), (Duration::ZERO, 0), "the CPU backend copies nothing");
+        assert!(t.witness_bytes >= prover.partition_bytes(), "the witness held its buffers: {t:?}");
     }
     assert!(prover.take_timings().is_empty(), "taken");
 }

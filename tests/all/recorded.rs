@@ -86,6 +86,32 @@ fn witness_only_proofs_equal_bellperson_with_unused_variables_and_no_public_inpu
     }
 }
 
+/// A witness-only prover holds a partition's packed aux in pool buffers: prewarm takes the
+/// bitmaps and a chunk of values per partition in flight, the first partitions take the
+/// chunks more their values need, and from then on nothing is allocated.
+#[test]
+fn witness_of_bits_buffers_reach_a_steady_state() {
+    let circuit = crate::support::chain(10, 1);
+    let r1cs = R1cs::record(circuit.clone()).unwrap();
+    let chunks = r1cs.num_aux().div_ceil(64); // none is 0 or 1: chunks of 64 values (a 64th, at least 64)
+    assert_eq!(chunks, 16, "{} aux", r1cs.num_aux());
+    let key = crate::support::key(10).with_r1cs(r1cs).unwrap();
+    let prover = Prover::new(key, config(2, 1)).unwrap();
+    let (warm, bound) = (prover.pool().stats(), prover.max_in_flight() as u64);
+    assert_eq!(warm.allocations, 4 * bound, "prewarmed: two bitmaps, the ranks and a chunk per partition");
+    let batch = || prover.prove((0..50).map(|i| MimcChain { x0: Scalar::from(i), ..circuit.clone() }).collect());
+    assert!(batch().unwrap().iter().all(Result::is_ok));
+    let first = prover.pool().stats();
+    assert!(first.allocations <= warm.allocations + (chunks as u64 - 1) * bound, "{first:?}");
+    assert!(batch().unwrap().iter().all(Result::is_ok));
+    let steady = prover.pool().stats();
+    assert_eq!((steady.allocations, steady.fallbacks), (first.allocations, 0), "nothing allocated once warm");
+    let held: Vec<usize> = prover.take_timings().iter().map(|t| t.witness_bytes).collect();
+    assert!(held.windows(2).all(|w| w[0] == w[1]) && held[0] > chunks * 64 * 32, "{chunks} chunks: {held:?}");
+    assert_balanced(&prover.pool().stats());
+    prover.shutdown();
+}
+
 #[test]
 fn the_sha256_shape_has_the_peers_round() {
     let r1cs = R1cs::record(Chain::new(Shape::Sha256, 15, 0)).unwrap();
