@@ -70,12 +70,16 @@ impl CpuMsm for G2Projective {
     }
 }
 
-/// How many of a set of scalars are 0, 1, and anything else.
+/// How many of a set of scalars are 0, 1, and anything else: what an MSM over them can
+/// split ([`msm`]), and what a packed witness holds ([`PackedAux`](crate::backend::PackedAux)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Census {
-    pub(crate) zeros: usize,
-    pub(crate) ones: usize,
-    pub(crate) others: usize,
+pub struct Census {
+    /// Scalars equal to 0.
+    pub zeros: usize,
+    /// Scalars equal to 1.
+    pub ones: usize,
+    /// The rest.
+    pub others: usize,
 }
 
 impl Census {

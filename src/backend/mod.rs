@@ -7,7 +7,8 @@ mod cpu;
 pub mod cuda;
 
 pub use crate::groth16::MsmSums;
-pub use crate::synth::{Assignment, Census, Evaluated, PackedAux, Witness};
+pub use crate::msm::Census;
+pub use crate::synth::{Assignment, Evaluated, PackedAux, Witness};
 pub use cpu::CpuBackend;
 
 use crate::error::Result;

@@ -30,7 +30,7 @@ use ff::Field;
 pub(crate) mod packed;
 mod witness_only;
 
-pub use self::packed::{Census, PackedAux};
+pub use self::packed::PackedAux;
 pub use self::witness_only::synthesize_witness;
 pub(crate) use self::witness_only::synthesize_witness_to;
 use crate::error::{Error, Result};

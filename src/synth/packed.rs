@@ -14,6 +14,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::error::Result;
+use crate::msm::Census;
 use crate::pool::{PinnedPool, PinnedVec};
 
 /// Values per rank: a device block expands one group (`PACKED_GROUP`, cuda/geometry.h), and
@@ -67,17 +68,6 @@ pub struct PackedAux {
     others_len: usize,
     /// Values per chunk ([`chunk_len`]).
     chunk: usize,
-}
-
-/// How many of a vector's scalars are 0, 1, and neither.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Census {
-    /// Scalars equal to 0.
-    pub zeros: usize,
-    /// Scalars equal to 1.
-    pub ones: usize,
-    /// The rest.
-    pub others: usize,
 }
 
 /// Whether `x` is 1, and whether it is neither 0 nor 1, as bits, from its limbs without a
@@ -332,12 +322,7 @@ mod tests {
             let values: Vec<Scalar> = (0..n).map(pattern).collect();
             let p = packed(&values, &pool);
             assert_eq!(p.to_vec(), values, "pattern {k}");
-            let count = |f: fn(&Scalar) -> bool| values.iter().filter(|x| f(x)).count();
-            let census = Census {
-                zeros: count(|x| *x == Scalar::ZERO),
-                ones: count(|x| *x == Scalar::ONE),
-                others: count(|x| *x != Scalar::ZERO && *x != Scalar::ONE),
-            };
+            let census = Census::of(&values);
             assert_eq!(p.census(), census, "pattern {k}");
             assert_eq!(p.copied_bytes(), 16 * n.div_ceil(64) + 4 * 4 + 32 * census.others, "pattern {k}");
         }
