@@ -16,7 +16,7 @@ use common::shapes::{Chain, Shape};
 use pinprove::backend::cuda::{CudaDevice, DeviceReport};
 use pinprove::internal::{file_partition_bytes, partition_bytes};
 use pinprove::Check;
-use pinprove::{Config, KeyFile, KeySource, PartitionTimings, PoolConfig, Prover, ProvingKey, Scalar};
+use pinprove::{Config, KeyFile, KeySource, PartitionTimings, PoolConfig, Prover, ProvingKey, R1csFile, Scalar};
 use rand::Rng;
 
 /// What `--help` prints.
@@ -31,7 +31,8 @@ beside a partition's buffers is streamed from pinned host memory (the placement 
 to the key, so synthesis computes the witness alone and the device evaluates the constraints.
 With `--r1cs FILE` the recording is read from FILE, or, when there is none, made and written
 there: a process that reads it never holds the recorder's working memory (about 1.7 times the
-recording's bytes).
+recording's bytes); with `--key-file 1` as well, the backend reads FILE's matrices straight
+into device memory (R1csFile), so the host holds neither the key nor the recording.
 `--key-file 1`: the prover is given the opened file (KeyFile), and the backend reads the bases
 from it into device memory, so the host never holds the whole key (the setup line prints the
 process's peak resident memory either way).
@@ -134,6 +135,15 @@ fn load_key(
         let load = start.elapsed();
         let how = format!("opened in {:.3} s, its bases read as they are uploaded ({check:?})", load.as_secs_f64());
         let file = match recording {
+            // An existing recording's file goes to the device as the key's does.
+            Some((_, path)) if std::path::Path::new(&path).is_file() => {
+                let r1cs = R1csFile::open(&path)?;
+                println!(
+                    "constraints' file opened: {:.2} GB, read as the backend uploads it",
+                    r1cs.bytes() as f64 / 1e9
+                );
+                file.with_r1cs_file(r1cs)?
+            }
             Some((circuit, path)) => file.with_r1cs(recorded(circuit, &path)?)?,
             None => file,
         };

@@ -189,16 +189,37 @@ impl<R: Read + Seek> Reader<R> {
 
     /// `count` little-endian u32s, read in chunks (no second copy of a large array).
     pub(crate) fn u32s_le(&mut self, what: &str, count: u64) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(self.fits(what, count, 4)?);
+        self.u32s_le_each(what, count, |_, piece| {
+            out.extend_from_slice(piece);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// `count` little-endian u32s handed to `f` a piece at a time (an even number of them
+    /// but the last), with the index of the piece's first.
+    ///
+    /// # Errors
+    /// As [`u32s_le`](Self::u32s_le), and `f`'s.
+    pub(crate) fn u32s_le_each(
+        &mut self,
+        what: &str,
+        count: u64,
+        mut f: impl FnMut(usize, &[u32]) -> Result<()>,
+    ) -> Result<()> {
         let n = self.fits(what, count, 4)?;
-        let mut out = Vec::with_capacity(n);
-        let mut buf = vec![0u8; 4 * n.min(CHUNK)];
-        while out.len() < n {
-            let first = out.len();
+        let (mut buf, mut piece) = (vec![0u8; 4 * n.min(CHUNK)], Vec::with_capacity(n.min(CHUNK)));
+        let mut first = 0;
+        while first < n {
             let bytes = &mut buf[..4 * (n - first).min(CHUNK)];
             self.read_exact(bytes, || format!("{what}[{first}..{n}]"))?;
-            out.extend(bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))));
+            piece.clear();
+            piece.extend(bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))));
+            f(first, &piece)?;
+            first += piece.len();
         }
-        Ok(out)
+        Ok(())
     }
 }
 

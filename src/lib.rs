@@ -77,7 +77,7 @@ pub use groth16::{
 pub use pipeline::{Config, PendingProof, Prover, MAX_QUEUE_DEPTH, MAX_THREADS};
 pub use pool::{Element, PinnedAbcBuffers, PinnedVec};
 pub use pool::{HeapAllocator, HostAllocator, PinnedBuf, PinnedPool, PoolConfig, PoolStats, BLOCK_ALIGN};
-pub use r1cs::R1cs;
+pub use r1cs::{R1cs, R1csFile};
 pub use rand_core;
 pub use timings::{BatchTimings, MsmSteps, NttSteps, PartitionTimings, Span, SpanKind, StageSums, Track};
 

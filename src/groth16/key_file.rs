@@ -16,7 +16,7 @@ use super::params::{check_digest, digest_form, FilePoint};
 use super::{Check, KeyShape, ProvingKey, VerifyingKey};
 use crate::decode::Reader;
 use crate::error::{Error, Result};
-use crate::r1cs::R1cs;
+use crate::r1cs::{R1cs, R1csFile, Recording};
 
 /// The queries' names in the file's order: four of G1 points, then b_g2's of G2 points.
 const QUERIES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
@@ -66,7 +66,7 @@ pub struct KeyFile {
     vk: VerifyingKey,
     /// The points of h, l, a, b_g1 and b_g2.
     lengths: [usize; 5],
-    r1cs: Option<Arc<R1cs>>,
+    r1cs: Option<Recording>,
 }
 
 impl KeyFile {
@@ -107,10 +107,23 @@ impl KeyFile {
     ///
     /// # Errors
     /// [`Error::Shape`] when the recording is not of this key's circuit shape.
-    pub fn with_r1cs(mut self, r1cs: impl Into<Arc<R1cs>>) -> Result<Self> {
-        let r1cs = r1cs.into();
-        r1cs.check_shape(&self.shape())?;
-        self.r1cs = Some(r1cs);
+    pub fn with_r1cs(self, r1cs: impl Into<Arc<R1cs>>) -> Result<Self> {
+        self.with_recording(Recording::Memory(r1cs.into()))
+    }
+
+    /// This file with the recorded constraints in `file` (see [`R1csFile`]): a CUDA backend
+    /// reads them straight into device memory, so that neither the key nor the recording
+    /// passes whole through host memory.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when the recording is not of this key's circuit shape.
+    pub fn with_r1cs_file(self, file: R1csFile) -> Result<Self> {
+        self.with_recording(Recording::File(Arc::new(file)))
+    }
+
+    fn with_recording(mut self, recording: Recording) -> Result<Self> {
+        recording.sizes().check_shape(&self.shape())?;
+        self.r1cs = Some(recording);
         Ok(self)
     }
 
@@ -139,14 +152,14 @@ impl KeyFile {
         )?;
         let [h, l, a, b_g1] = g1;
         let mut key = ProvingKey::new(self.vk.clone(), h, l, a, b_g1, b_g2);
-        key.r1cs = self.r1cs.clone();
+        key.r1cs = self.r1cs.as_ref().map(Recording::load).transpose()?;
         Ok(key)
     }
 
     /// The key's shape, from its verifying key and lengths.
     pub(crate) fn shape(&self) -> KeyShape {
         let [h, l, a, b, _] = self.lengths;
-        KeyShape::new(self.vk.clone(), [h, l, a, b], self.r1cs.as_deref().map(R1cs::shape))
+        KeyShape::new(self.vk.clone(), [h, l, a, b], self.r1cs.as_ref().map(|r| r.sizes().shape))
     }
 
     /// Points of h, l, a, b_g1 and b_g2.
@@ -157,7 +170,7 @@ impl KeyFile {
 
     /// The recorded constraints, when set.
     #[cfg(feature = "cuda")]
-    pub(crate) fn r1cs(&self) -> Option<&Arc<R1cs>> {
+    pub(crate) fn r1cs(&self) -> Option<&Recording> {
         self.r1cs.as_ref()
     }
 

@@ -393,8 +393,10 @@ impl Prover {
         self.witness_only
     }
 
-    /// Bytes of pool buffers one partition in flight holds (the witness alone when
-    /// [witness-only](Self::is_witness_only)).
+    /// Bytes of pool buffers one partition in flight holds: in full, its evaluations and
+    /// witness; [witness-only](Self::is_witness_only), the least its packed aux holds (its
+    /// bitmaps and one chunk of values; [`PartitionTimings::witness_bytes`] says what each
+    /// partition held).
     pub fn partition_bytes(&self) -> usize {
         self.partition_bytes
     }

@@ -20,6 +20,12 @@
 mod file;
 mod record;
 
+pub use self::file::R1csFile;
+#[cfg(feature = "cuda")]
+pub(crate) use self::file::{Counts, Part, Piece, Sink};
+
+use std::sync::Arc;
+
 use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
@@ -65,31 +71,15 @@ impl RowStarts {
         self.entries(i..i + 1)
     }
 
-    /// Whether the starts rise from 0 to `entries`, as compressed sparse rows' do.
-    fn rise_to(&self, entries: u64) -> bool {
-        fn rise<T: Copy + Ord + Into<u64>>(s: &[T], entries: u64) -> bool {
-            s.first().is_some_and(|&f| f.into() == 0)
-                && s.windows(2).all(|w| w[0] <= w[1])
-                && s.last().is_some_and(|&l| l.into() == entries)
-        }
-        match self {
-            RowStarts::Narrow(s) => rise(s, entries),
-            RowStarts::Wide(s) => rise(s, entries),
-        }
-    }
-
     fn rows(&self) -> usize {
-        match self {
-            RowStarts::Narrow(s) => s.len() - 1,
-            RowStarts::Wide(s) => s.len() - 1,
-        }
+        self.len() - 1
     }
 
-    /// Bytes of the starts.
-    fn bytes(&self) -> usize {
+    /// Starts it holds.
+    fn len(&self) -> usize {
         match self {
-            RowStarts::Narrow(s) => 4 * s.len(),
-            RowStarts::Wide(s) => 8 * s.len(),
+            RowStarts::Narrow(s) => s.len(),
+            RowStarts::Wide(s) => s.len(),
         }
     }
 }
@@ -121,11 +111,6 @@ impl Matrix {
             }
         }
         acc
-    }
-
-    /// Bytes of the starts and entries.
-    pub(crate) fn bytes(&self) -> usize {
-        self.starts.bytes() + 4 * (self.vars.len() + self.coeffs.len())
     }
 
     /// Rows of the matrix.
@@ -178,6 +163,83 @@ impl Z<'_> {
         match v.checked_sub(self.input.len()) {
             None => self.input[v],
             Some(j) => self.aux[j],
+        }
+    }
+}
+
+/// A recording's counts and sizes: what checking it against a key and placing it on a device
+/// take, known from its file's head ([`R1csFile::open`]) without reading its matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordingSizes {
+    pub(crate) shape: RecordingShape,
+    pub(crate) a_query_len: usize,
+    pub(crate) b_query_len: usize,
+    /// Entries of A, B and C.
+    pub(crate) entries: [usize; 3],
+    /// Whether each matrix's row starts take 64 bits.
+    pub(crate) wide: [bool; 3],
+    /// Coefficients in the table.
+    pub(crate) table: usize,
+}
+
+impl RecordingSizes {
+    /// Checks that the recording describes `key`'s circuit shape: the domain (constraints
+    /// and inputs, rounded up), inputs, aux variables, and the A and B query lengths.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] naming the first count that differs.
+    pub(crate) fn check_shape(&self, key: &KeyShape) -> Result<()> {
+        let RecordingShape { inputs, aux, constraints } = self.shape;
+        let domain = (constraints + inputs).checked_next_power_of_two().unwrap_or(usize::MAX);
+        Error::first_shape_mismatch([
+            ("recorded domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
+            ("recorded public inputs (with the constant one)", key.num_inputs(), inputs),
+            ("recorded aux variables", key.num_aux(), aux),
+            ("recorded a query length (variables used in A)", key.a_len(), self.a_query_len),
+            ("recorded b query length (variables used in B)", key.b_len(), self.b_query_len),
+        ])
+    }
+
+    /// Bytes of the three matrices: row starts (one more than the rows, 4 or 8 bytes) and
+    /// entries (a variable and a coefficient index, 4 bytes each).
+    pub(crate) fn matrices_bytes(&self) -> usize {
+        let rows = self.shape.constraints + self.shape.inputs;
+        let starts = |wide: bool| (rows + 1) * if wide { 8 } else { 4 };
+        (0..3).map(|k| starts(self.wide[k]) + 8 * self.entries[k]).sum()
+    }
+
+    /// Bytes the recording holds in memory: matrices, table, densities.
+    pub(crate) fn bytes(&self) -> usize {
+        let densities = self.a_query_len - self.shape.inputs + self.b_query_len;
+        self.matrices_bytes() + std::mem::size_of::<Scalar>() * self.table + 4 * densities
+    }
+}
+
+/// A key's recording as a prover is given it: in memory, or its file, which a CUDA backend
+/// reads straight into device memory as it places it.
+#[derive(Debug, Clone)]
+pub(crate) enum Recording {
+    Memory(Arc<R1cs>),
+    File(Arc<R1csFile>),
+}
+
+impl Recording {
+    /// Its counts and sizes.
+    pub(crate) fn sizes(&self) -> RecordingSizes {
+        match self {
+            Recording::Memory(r1cs) => r1cs.sizes(),
+            Recording::File(file) => file.sizes(),
+        }
+    }
+
+    /// The recording in memory: this one, or its file read whole.
+    ///
+    /// # Errors
+    /// As [`R1csFile::read`].
+    pub(crate) fn load(&self) -> Result<Arc<R1cs>> {
+        match self {
+            Recording::Memory(r1cs) => Ok(Arc::clone(r1cs)),
+            Recording::File(file) => Ok(Arc::new(file.read()?)),
         }
     }
 }
@@ -306,12 +368,20 @@ impl R1cs {
     /// Bytes the recording holds in memory (matrices, table, densities): what a backend
     /// holds beside the key to evaluate it.
     pub fn bytes(&self) -> usize {
-        let s = std::mem::size_of::<Scalar>();
-        self.a.bytes()
-            + self.b.bytes()
-            + self.c.bytes()
-            + s * self.table.len()
-            + 4 * (self.a_aux.len() + self.b_vars.len())
+        self.sizes().bytes()
+    }
+
+    /// Its counts and sizes.
+    pub(crate) fn sizes(&self) -> RecordingSizes {
+        let [a, b, c] = [&self.a, &self.b, &self.c];
+        RecordingSizes {
+            shape: self.shape(),
+            a_query_len: self.a_query_len(),
+            b_query_len: self.b_query_len(),
+            entries: self.entries(),
+            wide: [a, b, c].map(|m| matches!(m.starts, RowStarts::Wide(_))),
+            table: self.table.len(),
+        }
     }
 
     /// Checks that this recording describes `key`'s circuit shape: the domain (constraints
@@ -325,14 +395,7 @@ impl R1cs {
 
     /// [`check_against`](Self::check_against) a key's shape.
     pub(crate) fn check_shape(&self, key: &KeyShape) -> Result<()> {
-        let domain = (self.constraints + self.inputs).checked_next_power_of_two().unwrap_or(usize::MAX);
-        Error::first_shape_mismatch([
-            ("recorded domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
-            ("recorded public inputs (with the constant one)", key.num_inputs(), self.inputs),
-            ("recorded aux variables", key.num_aux(), self.aux),
-            ("recorded a query length (variables used in A)", key.a_len(), self.a_query_len()),
-            ("recorded b query length (variables used in B)", key.b_len(), self.b_query_len()),
-        ])
+        self.sizes().check_shape(key)
     }
 
     /// a = A·z, b = B·z, c = C·z on the current rayon pool, each zero-padded to the length

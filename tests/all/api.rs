@@ -114,6 +114,7 @@ fn the_public_api_is_the_listed_one() {
         "Proof",
         "ProvingKey",
         "R1cs",
+        "R1csFile",
         "Result",
         "Trapdoor",
         "VerifyingKey",

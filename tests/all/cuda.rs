@@ -736,3 +736,46 @@ fn a_gpu_prover_holds_no_host_key_and_proves_the_cpus_proofs() {
     gpu.shutdown();
     cpu.shutdown();
 }
+
+/// A GPU prover given a key file and its recording's file ([`pinprove::R1csFile`]): the
+/// matrices read straight into device memory, a piece at a time, prove the CPU's proofs
+/// witness-only; a recording's file damaged once opened is refused when the prover is made.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn a_gpu_prover_reads_the_recording_from_its_file_and_proves_the_cpus_proofs() {
+    use pinprove::{Check, KeyFile, R1cs, R1csFile};
+    let key = key(10);
+    let dir = std::env::temp_dir();
+    let (key_path, r1cs_path) = (dir.join("pinprove-gpu-r1cs.params"), dir.join("pinprove-gpu.r1cs"));
+    key.write(std::fs::File::create(&key_path).unwrap()).unwrap();
+    let r1cs = R1cs::record(chain(10, 0)).unwrap();
+    let mut recording = Vec::new();
+    r1cs.write(&mut recording).unwrap();
+    std::fs::write(&r1cs_path, &recording).unwrap();
+    let source = || {
+        let file = KeyFile::open(&key_path, Check::OnCurve).unwrap();
+        file.with_r1cs_file(R1csFile::open(&r1cs_path).unwrap()).unwrap()
+    };
+    let config = Config { synthesis_threads: 2, ..Config::default() };
+    let device = CudaDevice::open(0).unwrap();
+    let gpu = Prover::with_backends(source(), config, device.pinned_pool(config.pool), vec![device.backend_factory()])
+        .unwrap();
+    assert!(gpu.is_witness_only() && device.report().r1cs_chunk.is_none(), "the recording resident");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(43);
+    let jobs: Vec<_> = (1..5).map(|x0| (chain(10, x0), Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let cpu = Prover::new(key, config).unwrap();
+    let expected = cpu.prove_with_randomness(jobs.clone()).unwrap();
+    for (got, expected) in gpu.prove_with_randomness(jobs).unwrap().into_iter().zip(expected) {
+        assert_eq!(got.unwrap(), expected.unwrap());
+    }
+    gpu.shutdown();
+    cpu.shutdown();
+    let attached = source();
+    let third = recording.len() / 3;
+    recording[third] ^= 1;
+    std::fs::write(&r1cs_path, &recording).unwrap();
+    let refused =
+        Prover::with_backends(attached, config, device.pinned_pool(config.pool), vec![device.backend_factory()]);
+    assert!(matches!(refused.err(), Some(Error::Decode { .. })), "damaged once opened");
+    let _ = (std::fs::remove_file(&key_path), std::fs::remove_file(&r1cs_path));
+}

@@ -10,7 +10,7 @@ use blstrs::{Bls12, G1Affine, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use pinprove::backend::CpuBackend;
-use pinprove::{Check, Config, KeyFile, KeySource, PinnedPool, PoolConfig, Proof, Prover, R1cs};
+use pinprove::{Check, Config, KeyFile, KeySource, PinnedPool, PoolConfig, Proof, Prover, R1cs, R1csFile};
 use pinprove::{Error, ProvingKey};
 use rand::{Rng, SeedableRng};
 
@@ -285,4 +285,47 @@ fn a_key_file_that_fails_while_the_backends_read_it_is_an_error_and_leaves_the_p
     assert!(matches!(made.err(), Some(Error::Decode { .. })));
     let s = pool.stats();
     assert_eq!((s.allocations, s.bytes_held, s.checkouts), (0, 0, 0), "nothing prewarmed for a prover not made");
+}
+
+/// A key file with its recording's file ([`R1csFile`]): opened for the counts alone, checked
+/// against the key, read whole by the CPU backend, proving bellperson's proofs witness-only;
+/// another circuit's recording refused when attached, a file cut short or damaged after it
+/// was opened refused when the prover is made.
+#[test]
+fn a_key_file_with_its_recordings_file_proves_bellpersons_proofs() {
+    let (params, bytes) = bellperson_file(6);
+    let key_file = TempFile::with("with-r1cs", &bytes);
+    let r1cs = R1cs::record(chain(6, 0)).unwrap();
+    let mut recording = Vec::new();
+    r1cs.write(&mut recording).unwrap();
+    let r1cs_file = TempFile::with("with-r1cs.r1cs", &recording);
+    let opened = R1csFile::open(&r1cs_file.0).unwrap();
+    assert_eq!(
+        (opened.num_inputs(), opened.num_aux(), opened.bytes()),
+        (r1cs.num_inputs(), r1cs.num_aux(), r1cs.bytes())
+    );
+    assert_eq!(opened.read().unwrap(), r1cs);
+    let key = || KeyFile::open(&key_file.0, Check::OnCurve).unwrap();
+    let config = Config { synthesis_threads: 2, ..Config::default() };
+    let prover = Prover::new(key().with_r1cs_file(opened.clone()).unwrap(), config).unwrap();
+    assert!(prover.is_witness_only());
+    let (r, s) = (Scalar::from(3), Scalar::from(8));
+    let theirs = Proof::from(&bp::create_proof::<Bls12, _, _>(chain(6, 5), &params, r, s).unwrap());
+    assert_eq!(prover.prove_with_randomness(vec![(chain(6, 5), r, s)]).unwrap().remove(0).unwrap(), theirs);
+    prover.shutdown();
+
+    let mut other = Vec::new();
+    R1cs::record(chain(7, 0)).unwrap().write(&mut other).unwrap();
+    let other = TempFile::with("other.r1cs", &other);
+    assert!(matches!(key().with_r1cs_file(R1csFile::open(&other.0).unwrap()), Err(Error::Shape { .. })));
+    assert!(matches!(R1csFile::open(&key_file.0), Err(Error::Decode { ref what, .. }) if what == "magic"));
+    assert!(matches!(R1csFile::open("/nonexistent/pinprove.r1cs"), Err(Error::Io(_))));
+    std::fs::write(&r1cs_file.0, &recording[..recording.len() / 2]).unwrap();
+    assert!(matches!(R1csFile::open(&r1cs_file.0), Err(Error::Decode { .. })), "cut short before it is opened");
+    std::fs::write(&r1cs_file.0, &recording).unwrap();
+    let attached = key().with_r1cs_file(R1csFile::open(&r1cs_file.0).unwrap()).unwrap();
+    let mut damaged = recording.clone();
+    damaged[recording.len() / 2] ^= 0x40;
+    std::fs::write(&r1cs_file.0, &damaged).unwrap();
+    assert!(matches!(Prover::new(attached, config).err(), Some(Error::Decode { .. })), "damaged once opened");
 }

@@ -3,7 +3,8 @@
 //! 2^0..2^12; G1 and G2 MSMs over plain and shifted bases at several sizes and windows;
 //! dense, sparse and sha256 keys placed shifted, resident (under a memory limit) and
 //! streamed (a smaller one), each proving a partition; recorded constraints resident and
-//! streamed in chunks; a key read from its file, placed the three ways; MSMs split by value
+//! streamed in chunks; a key read from its file, placed the three ways, and with its
+//! recording's file; MSMs split by value
 //! (with the fake's readbacks set to k, `run.sh`'s READ, a split of k ones and k others).
 //! `TRACE_PART` picks parts: ntt, small, large (2^14 MSMs), keys, files, split. Its results are not checked (the fake
 //! runs no kernel): its log of launches and copies is the output, compared between builds.
@@ -13,11 +14,11 @@ mod common;
 use common::random_scalars;
 use common::shapes::{Chain, Shape};
 use common::timing_key::{g1_points, g2_points, timing_key};
-use pinprove::backend::cuda::CudaDevice;
-use pinprove::backend::Backend;
+use pinprove::backend::cuda::{CudaBackend, CudaDevice};
+use pinprove::backend::{Backend, Witness};
 use pinprove::internal::cuda::{BasesLayout, Transform};
 use pinprove::internal::{synthesize, synthesize_witness};
-use pinprove::{Check, KeyFile, KeySource, PartitionTimings, PinnedPool, PoolConfig, R1cs};
+use pinprove::{Check, KeyFile, KeySource, PartitionTimings, PinnedPool, PoolConfig, R1cs, R1csFile};
 
 fn part(name: &str) -> bool {
     std::env::var("TRACE_PART").map_or(true, |p| p.split(',').any(|x| x == name))
@@ -94,20 +95,16 @@ fn keys(device: &CudaDevice) {
             let mut gpu = d.backend(&key).unwrap();
             println!("{} 2^{lg} full, limit {limit:?}: {:?}", shape.name(), d.report().key_placement);
             let mut w = synthesize(circuit, &key, &pool).unwrap();
-            let mut t = PartitionTimings::default();
-            gpu.h(&mut w, &mut t).unwrap();
-            gpu.msm(&w, &mut t).unwrap();
+            prove(&mut gpu, &mut w);
         }
         let mut gpu = device.backend(&recorded).unwrap();
         println!("{} 2^{lg} recorded", shape.name());
         let mut w = synthesize_witness(circuit, &r1cs, &pool).unwrap();
-        let mut t = PartitionTimings::default();
-        gpu.h(&mut w, &mut t).unwrap();
-        gpu.msm(&w, &mut t).unwrap();
+        prove(&mut gpu, &mut w);
         for entries in [4096, 1 << 16] {
             if gpu.stream_recorded_constraints(&recorded, entries).is_ok() {
                 println!("{} 2^{lg} recorded, streamed in {entries}", shape.name());
-                gpu.h(&mut w, &mut t).unwrap();
+                gpu.h(&mut w, &mut PartitionTimings::default()).unwrap();
             }
         }
     }
@@ -130,11 +127,28 @@ fn files(device: &CudaDevice) {
         let mut gpu = d.backend_from(&file).unwrap();
         println!("dense 2^10 from its file, limit {limit:?}: {:?}", d.report().key_placement);
         let mut w = synthesize(Chain::new(Shape::Dense, 10, 5), &key, &pool).unwrap();
-        let mut t = PartitionTimings::default();
-        gpu.h(&mut w, &mut t).unwrap();
-        gpu.msm(&w, &mut t).unwrap();
+        prove(&mut gpu, &mut w);
     }
+    // With its recording's file: the matrices read into device memory a piece at a time,
+    // then a witness-only partition.
+    let r1cs = R1cs::record(Chain::new(Shape::Dense, 10, 0)).unwrap();
+    let r1cs_path = path.with_extension("r1cs");
+    r1cs.write(std::fs::File::create(&r1cs_path).unwrap()).unwrap();
+    let r1cs_file = R1csFile::open(&r1cs_path).unwrap();
+    let recorded = KeySource::from(KeyFile::open(&path, Check::OnCurve).unwrap().with_r1cs_file(r1cs_file).unwrap());
+    let mut gpu = device.backend_from(&recorded).unwrap();
+    println!("dense 2^10 from its file with its recording's: {:?}", device.report().r1cs_chunk);
+    let mut w = synthesize_witness(Chain::new(Shape::Dense, 10, 5), &r1cs, &pool).unwrap();
+    prove(&mut gpu, &mut w);
+    std::fs::remove_file(&r1cs_path).unwrap();
     std::fs::remove_file(&path).unwrap();
+}
+
+/// One partition's h stage and MSMs on `gpu`.
+fn prove(gpu: &mut CudaBackend, w: &mut Witness) {
+    let mut t = PartitionTimings::default();
+    gpu.h(w, &mut t).unwrap();
+    gpu.msm(w, &mut t).unwrap();
 }
 
 /// No memory limit (shifted bases), then one that leaves the bases alone, then one that

@@ -11,10 +11,12 @@ use std::sync::Arc;
 use blstrs::Scalar;
 use cust::stream::Stream;
 
-use crate::backend::cuda::ffi::r1cs::{wide, DeviceIndices, DeviceMatrix, DevicePacked, DeviceZ, R1csKernels, Which};
+use crate::backend::cuda::ffi::r1cs::{wide, DeviceIndices, DeviceMatrix, DevicePacked, DeviceZ, MatrixRoom};
+use crate::backend::cuda::ffi::r1cs::{R1csKernels, Which};
 use crate::backend::cuda::ffi::{upload, DeviceVec, InFlight, Staging};
 use crate::error::Result;
-use crate::r1cs::R1cs;
+use crate::r1cs::{Counts, Piece, R1cs, R1csFile, RecordingShape, RecordingSizes, Sink};
+use crate::synth::packed;
 use crate::synth::PackedAux;
 
 /// Where the matrices are.
@@ -55,33 +57,61 @@ pub(crate) struct DeviceR1cs {
     bytes: usize,
 }
 
-/// Bytes of `r1cs`'s three matrices.
-fn matrices_bytes(r1cs: &R1cs) -> usize {
-    [&r1cs.a, &r1cs.b, &r1cs.c].iter().map(|m| m.bytes()).sum()
+/// Device bytes of what a recording of `sizes` keeps on the device whether its matrices are
+/// resident or streamed: the table, the gathers' indices (the A scalars' with every input's
+/// too), the input, the packed aux' bitmaps and ranks.
+fn fixed_bytes(sizes: &RecordingSizes) -> usize {
+    let (inputs, scalar) = (sizes.shape.inputs, std::mem::size_of::<Scalar>());
+    let packed: usize = packed::bitmap_bytes(sizes.shape.aux).iter().sum();
+    sizes.bytes() - sizes.matrices_bytes() + 4 * inputs + scalar * inputs + packed
 }
 
-/// Device bytes of what `r1cs` keeps on the device whether its matrices are resident or
-/// streamed: the table, the gathers' indices (the A scalars' with every input's too), the
-/// input.
-fn fixed_bytes(r1cs: &R1cs) -> usize {
-    r1cs.bytes() - matrices_bytes(r1cs) + 4 * r1cs.inputs + std::mem::size_of::<Scalar>() * r1cs.inputs
+/// Device bytes a recording of `sizes` takes with its matrices resident.
+pub(crate) fn device_bytes(sizes: &RecordingSizes) -> usize {
+    fixed_bytes(sizes) + sizes.matrices_bytes()
 }
 
-/// Device bytes `r1cs` takes with its matrices resident.
-pub(crate) fn device_bytes(r1cs: &R1cs) -> usize {
-    fixed_bytes(r1cs) + matrices_bytes(r1cs)
-}
-
-/// Device bytes `r1cs` takes with its matrices streamed in chunks of `entries`.
-pub(crate) fn streamed_bytes(r1cs: &R1cs, entries: usize) -> usize {
-    let [narrow, wide] = widths(r1cs).map(usize::from);
-    fixed_bytes(r1cs) + (narrow + wide) * 8 * entries + (narrow * 4 + wide * 8) * (entries + 1)
+/// Device bytes a recording of `sizes` takes with its matrices streamed in chunks of
+/// `entries`.
+pub(crate) fn streamed_bytes(sizes: &RecordingSizes, entries: usize) -> usize {
+    let [narrow, wide] = widths(sizes).map(usize::from);
+    fixed_bytes(sizes) + (narrow + wide) * 8 * entries + (narrow * 4 + wide * 8) * (entries + 1)
 }
 
 /// Whether some matrix has 32-bit row starts, and whether some has 64-bit ones.
-fn widths(r1cs: &R1cs) -> [bool; 2] {
-    let all = [&r1cs.a, &r1cs.b, &r1cs.c];
-    [all.iter().any(|m| !wide(m)), all.iter().any(|m| wide(m))]
+fn widths(sizes: &RecordingSizes) -> [bool; 2] {
+    [sizes.wide.iter().any(|w| !w), sizes.wide.iter().any(|&w| w)]
+}
+
+/// What reading a recording's file leaves for the device: its table and densities kept,
+/// its matrices copied up piece by piece.
+struct DeviceSink<'s> {
+    stream: &'s Stream,
+    staging: &'s Staging,
+    table: Vec<Scalar>,
+    rooms: Vec<MatrixRoom>,
+    densities: (Vec<u32>, Vec<u32>),
+}
+
+impl Sink for DeviceSink<'_> {
+    fn table(&mut self, _: Counts, table: Vec<Scalar>) -> Result<()> {
+        self.table = table;
+        Ok(())
+    }
+
+    fn matrix(&mut self, _: usize, rows: usize, entries: usize, wide: bool) -> Result<()> {
+        self.rooms.push(MatrixRoom::new(rows, entries, wide)?);
+        Ok(())
+    }
+
+    fn piece(&mut self, piece: Piece<'_>) -> Result<()> {
+        self.rooms.last_mut().expect("a matrix before its pieces").fill(piece, self.stream, self.staging)
+    }
+
+    fn densities(&mut self, a_aux: Vec<u32>, b_vars: Vec<u32>) -> Result<()> {
+        self.densities = (a_aux, b_vars);
+        Ok(())
+    }
 }
 
 impl DeviceR1cs {
@@ -97,7 +127,26 @@ impl DeviceR1cs {
             DeviceMatrix::upload(r1cs, b, stream, staging)?,
             DeviceMatrix::upload(r1cs, c, stream, staging)?,
         ]);
-        Self::with(r1cs, matrices, device_bytes(r1cs), stream, staging)
+        let parts = (&r1cs.table[..], &r1cs.a_aux[..], &r1cs.b_vars[..]);
+        Self::with(r1cs.sizes(), parts, matrices, (stream, staging))
+    }
+
+    /// Reads the recording in `file` straight into device memory, its matrices resident (the
+    /// caller has checked that [`device_bytes`] fit), a checked piece at a time through the
+    /// staging chunks: the host holds its table and densities alone.
+    ///
+    /// # Errors
+    /// As [`R1csFile::read`] (a damaged file, its digest), and as [`resident`](Self::resident);
+    /// nothing stays on the device.
+    pub(crate) fn resident_from_file(file: &R1csFile, stream: &Stream, staging: &Staging) -> Result<Self> {
+        let (table, rooms, densities) = (vec![], Vec::with_capacity(3), (vec![], vec![]));
+        let mut sink = DeviceSink { stream, staging, table, rooms, densities };
+        file.read_into(&mut sink)?;
+        let mut rooms = sink.rooms.into_iter().map(MatrixRoom::finish);
+        let mut next = || rooms.next().expect("three matrices read");
+        let matrices = Matrices::Resident([next(), next(), next()]);
+        let parts = (&sink.table[..], &sink.densities.0[..], &sink.densities.1[..]);
+        Self::with(file.sizes(), parts, matrices, (stream, staging))
     }
 
     /// Uploads `r1cs` but its matrices, which it streams in chunks of at most `entries`
@@ -116,7 +165,7 @@ impl DeviceR1cs {
         else {
             return Ok(None);
         };
-        let [narrow, wide] = widths(r1cs);
+        let [narrow, wide] = widths(&r1cs.sizes());
         let matrices = Matrices::Streamed {
             host: Arc::clone(r1cs),
             entries,
@@ -124,24 +173,37 @@ impl DeviceR1cs {
             wide: wide.then(|| DeviceMatrix::chunk_room(entries, true)).transpose()?,
             cuts: [a, b, c],
         };
-        Self::with(r1cs, matrices, streamed_bytes(r1cs, entries), stream, staging).map(Some)
+        let parts = (&r1cs.table[..], &r1cs.a_aux[..], &r1cs.b_vars[..]);
+        let sizes = r1cs.sizes();
+        Self::with(sizes, parts, matrices, (stream, staging)).map(Some)
     }
 
-    fn with(r1cs: &R1cs, matrices: Matrices, bytes: usize, stream: &Stream, staging: &Staging) -> Result<Self> {
-        let inputs = r1cs.inputs as u32; // the recording has at most 2^32 variables
-        let a_vars: Vec<u32> = (0..inputs).chain(r1cs.a_aux.iter().map(|&j| inputs + j)).collect();
-        let z_len = r1cs.inputs + r1cs.aux;
-        let table = DeviceVec::new(r1cs.table.len())?;
-        upload(stream, staging, &r1cs.table, false, &table)?.wait()?;
+    /// A recording of `sizes` on the device with its `matrices`: its table, A's aux variables
+    /// and B's variables (`parts`) uploaded beside them.
+    fn with(
+        sizes: RecordingSizes,
+        (table, a_aux, b_vars): (&[Scalar], &[u32], &[u32]),
+        matrices: Matrices,
+        (stream, staging): (&Stream, &Staging),
+    ) -> Result<Self> {
+        let RecordingShape { inputs, aux, .. } = sizes.shape;
+        let bytes = match &matrices {
+            Matrices::Resident(_) => device_bytes(&sizes),
+            Matrices::Streamed { entries, .. } => streamed_bytes(&sizes, *entries),
+        };
+        let first_aux = inputs as u32; // the recording has at most 2^32 variables
+        let a_vars: Vec<u32> = (0..first_aux).chain(a_aux.iter().map(|&j| first_aux + j)).collect();
+        let device_table = DeviceVec::new(table.len())?;
+        upload(stream, staging, table, false, &device_table)?.wait()?;
         Ok(DeviceR1cs {
             matrices,
-            table,
-            a_vars: DeviceIndices::upload(&a_vars, z_len, stream, staging)?,
-            b_vars: DeviceIndices::upload(&r1cs.b_vars, z_len, stream, staging)?,
-            input: DeviceVec::new(r1cs.inputs)?,
-            packed: DevicePacked::new(r1cs.aux)?,
-            inputs: r1cs.inputs,
-            aux: r1cs.aux,
+            table: device_table,
+            a_vars: DeviceIndices::upload(&a_vars, inputs + aux, stream, staging)?,
+            b_vars: DeviceIndices::upload(b_vars, inputs + aux, stream, staging)?,
+            input: DeviceVec::new(inputs)?,
+            packed: DevicePacked::new(aux)?,
+            inputs,
+            aux,
             bytes,
         })
     }

@@ -12,7 +12,7 @@ use super::geometry::{PACKED_GROUP, PACKED_THREADS, R1CS_THREADS as THREADS, SPM
 use super::launch::{blocks, u32_arg};
 use super::memory::{DevicePtr, DevicePtrMut, DeviceVec, HostElem};
 use crate::error::Result;
-use crate::r1cs::{Matrix, R1cs, RowStarts};
+use crate::r1cs::{Matrix, Part, Piece, R1cs, RowStarts};
 use crate::synth::packed::{self, PackedAux};
 
 const _: () = assert!(PACKED_GROUP as usize == packed::GROUP, "a rank per group on both sides");
@@ -167,6 +167,82 @@ impl DeviceMatrix {
         let coeffs = upload(stream, staging, &m.coeffs[entries], false, &self.coeffs)?;
         (self.rows, self.vars_below, self.coeffs_below) = (rows.len(), r1cs.inputs + r1cs.aux, r1cs.table.len());
         Ok([starts, vars, coeffs])
+    }
+}
+
+/// Room for a matrix of a recording's file, filled in the file's order with the pieces
+/// reading it checked ([`Piece`]): its starts, then its entries' variables, then their
+/// coefficients. It becomes a [`DeviceMatrix`] once full and its last start is the entries'
+/// count, every index the kernels read then bounded by what the pieces said.
+#[derive(Debug)]
+pub(crate) struct MatrixRoom {
+    matrix: DeviceMatrix,
+    /// Starts, variables and coefficients filled so far.
+    filled: [usize; 3],
+    /// The last start filled.
+    last_start: u64,
+    entries: usize,
+}
+
+impl MatrixRoom {
+    /// Room for `rows` rows and `entries` entries, the starts `wide` or not.
+    ///
+    /// # Errors
+    /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory).
+    pub(crate) fn new(rows: usize, entries: usize, wide: bool) -> Result<Self> {
+        let starts = match wide {
+            false => DeviceStarts::Narrow(DeviceVec::new(rows + 1)?),
+            true => DeviceStarts::Wide(DeviceVec::new(rows + 1)?),
+        };
+        let (vars, coeffs) = (DeviceVec::new(entries)?, DeviceVec::new(entries)?);
+        let matrix = DeviceMatrix { starts, vars, coeffs, rows: 0, vars_below: 0, coeffs_below: 0 };
+        Ok(MatrixRoom { matrix, filled: [0; 3], last_start: 0, entries })
+    }
+
+    /// Copies `piece` up (through the staging chunks), after the pieces before it.
+    ///
+    /// # Panics
+    /// If it does not follow them, or does not fit.
+    pub(crate) fn fill(&mut self, piece: Piece<'_>, stream: &Stream, staging: &Staging) -> Result<()> {
+        let (m, first, below) = (&mut self.matrix, piece.first(), piece.below() as usize);
+        let (k, len) = match piece.part() {
+            Part::Narrow(s) => (0, s.len()),
+            Part::Wide(s) => (0, s.len()),
+            Part::Vars(v) => (1, v.len()),
+            Part::Coeffs(c) => (2, c.len()),
+        };
+        assert_eq!(first, self.filled[k], "pieces of a matrix in order");
+        match (piece.part(), &m.starts) {
+            (Part::Narrow(s), DeviceStarts::Narrow(d)) => upload_at(stream, staging, s, false, (d, first))?.wait()?,
+            (Part::Wide(s), DeviceStarts::Wide(d)) => upload_at(stream, staging, s, false, (d, first))?.wait()?,
+            (Part::Vars(v), _) => upload_at(stream, staging, v, false, (&m.vars, first))?.wait()?,
+            (Part::Coeffs(c), _) => upload_at(stream, staging, c, false, (&m.coeffs, first))?.wait()?,
+            _ => panic!("row starts of the other width than the room's"),
+        }
+        match piece.part() {
+            Part::Narrow(s) => self.last_start = s.last().map_or(self.last_start, |&l| u64::from(l)),
+            Part::Wide(s) => self.last_start = s.last().copied().unwrap_or(self.last_start),
+            Part::Vars(_) => m.vars_below = m.vars_below.max(below),
+            Part::Coeffs(_) => m.coeffs_below = m.coeffs_below.max(below),
+        }
+        self.filled[k] += len;
+        Ok(())
+    }
+
+    /// The matrix, once every start and entry is filled.
+    ///
+    /// # Panics
+    /// If some are not, or the last start is not the entries' count.
+    pub(crate) fn finish(mut self) -> DeviceMatrix {
+        let starts = self.matrix.starts.len();
+        let full = [starts, self.entries, self.entries];
+        assert!(
+            self.filled == full && self.last_start == self.entries as u64,
+            "a matrix filled {:?} of {full:?}",
+            self.filled
+        );
+        self.matrix.rows = starts - 1;
+        self.matrix
     }
 }
 

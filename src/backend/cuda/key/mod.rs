@@ -7,7 +7,6 @@ mod placement;
 
 pub(crate) use placement::{place, HeldKey};
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G2Affine};
@@ -18,7 +17,7 @@ use super::ffi::{DeviceVec, HostPinned, Staging};
 use super::msm::{copies, shifted_window_bits, Bases, DeviceBases};
 use crate::error::Result;
 use crate::groth16::{KeyFile, KeyShape, ProvingKey};
-use crate::r1cs::R1cs;
+use crate::r1cs::Recording;
 
 /// The key a backend is made from: in host memory, or in its parameter file, whose points
 /// go straight to the device (or to pinned host memory when streamed), never whole through
@@ -45,10 +44,11 @@ impl<'a> HostKey<'a> {
         }
     }
 
-    pub(crate) fn r1cs(&self) -> Option<&'a Arc<R1cs>> {
+    /// The key's recording, in memory or its file.
+    pub(crate) fn r1cs(&self) -> Option<Recording> {
         match self {
-            HostKey::Memory(key) => key.r1cs.as_ref(),
-            HostKey::File(file) => file.r1cs(),
+            HostKey::Memory(key) => key.r1cs.clone().map(Recording::Memory),
+            HostKey::File(file) => file.r1cs().cloned(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! bases with their shifted copies, the bases alone, or the bases streamed from pinned host
 //! memory in the largest chunk that fits (see [`KeyPlacement`]).
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use super::{g1_msm_lengths, key_bytes, DeviceKey, HostKey, KeyPlacement};
@@ -12,7 +13,7 @@ use crate::backend::cuda::ffi::msm::{G1, G2};
 use crate::backend::cuda::msm::{check_sort_limits, plan_window_bits, MsmScratch};
 use crate::backend::cuda::r1cs::{device_bytes, streamed_bytes, DeviceR1cs};
 use crate::error::{Error, Result};
-use crate::r1cs::R1cs;
+use crate::r1cs::{R1cs, Recording as RecordingSource};
 
 /// Fewest points per chunk of streamed bases: below this the chunks' sums would be mostly
 /// window tails (a chunk's buckets, 2^(c−1) per window, outnumber its points). Refit with
@@ -54,19 +55,22 @@ pub(crate) struct HeldKey {
 /// # Errors
 /// [`Error::DeviceOutOfMemory`] when not even streamed bases fit; [`Error::Cuda`].
 pub(crate) fn place(gpu: &Gpu, key: HostKey<'_>) -> Result<HeldKey> {
-    let tries = match key.r1cs() {
+    let source = key.r1cs();
+    let tries = match source {
         Some(_) => &[Recording::Resident, Recording::Streamed, Recording::StreamedSmallest, Recording::Absent][..],
         None => &[Recording::Absent][..],
     };
+    // A recording's file read whole, once, if its matrices must be streamed from the host.
+    let loaded = OnceCell::new();
     for (k, &recording) in tries.iter().enumerate() {
-        let Some(r1cs) = hold_r1cs(gpu, key, recording)? else { continue };
+        let Some(r1cs) = hold_r1cs(gpu, (source.as_ref(), &loaded), recording)? else { continue };
         let mut scratch = MsmScratch::default();
         match place_bases(gpu, key, &mut scratch) {
             Err(e @ Error::DeviceOutOfMemory { .. }) if k + 1 < tries.len() => {
                 log::info!("the key's bases do not fit beside its recorded constraints {recording:?} ({e})");
             }
             bases => {
-                if recording == Recording::Absent && key.r1cs().is_some() {
+                if recording == Recording::Absent && source.is_some() {
                     log::warn!("the recorded constraints do not fit on the device: circuits are synthesized in full");
                 }
                 return Ok(HeldKey { bases: bases?, r1cs, scratch });
@@ -76,27 +80,42 @@ pub(crate) fn place(gpu: &Gpu, key: HostKey<'_>) -> Result<HeldKey> {
     unreachable!("the last try, without recorded constraints, returns")
 }
 
-/// The key's recorded constraints held as `recording` says, when they fit: `Some` with them
-/// (with `None` for [`Recording::Absent`]), `None` when they do not fit.
-fn hold_r1cs(gpu: &Gpu, key: HostKey<'_>, recording: Recording) -> Result<Option<Option<DeviceR1cs>>> {
-    let r1cs = match (key.r1cs(), recording) {
+/// The key's recorded constraints (`source`, its file read whole into `loaded` when it must
+/// be streamed) held as `recording` says, when they fit: `Some` with them (with `None` for
+/// [`Recording::Absent`]), `None` when they do not fit.
+fn hold_r1cs(
+    gpu: &Gpu,
+    (source, loaded): (Option<&RecordingSource>, &OnceCell<Arc<R1cs>>),
+    recording: Recording,
+) -> Result<Option<Option<DeviceR1cs>>> {
+    let source = match (source, recording) {
         (None, Recording::Absent) | (Some(_), Recording::Absent) => return Ok(Some(None)),
         (None, _) => return Ok(None),
-        (Some(r1cs), _) => r1cs,
+        (Some(source), _) => source,
     };
     if recording == Recording::Resident {
-        let held =
-            gpu.budget.check(device_bytes(r1cs)).and_then(|()| DeviceR1cs::resident(r1cs, &gpu.stream, &gpu.staging));
+        let (stream, staging) = (&gpu.stream, &gpu.staging);
+        let held = gpu.budget.check(device_bytes(&source.sizes())).and_then(|()| match source {
+            RecordingSource::Memory(r1cs) => DeviceR1cs::resident(r1cs, stream, staging),
+            RecordingSource::File(file) => DeviceR1cs::resident_from_file(file, stream, staging),
+        });
         return match held {
             Ok(held) => Ok(Some(Some(held))),
             Err(Error::DeviceOutOfMemory { .. }) => Ok(None),
             Err(e) => Err(e),
         };
     }
+    let r1cs = match loaded.get() {
+        Some(r1cs) => r1cs,
+        None => {
+            let r1cs = source.load()?;
+            loaded.get_or_init(|| r1cs)
+        }
+    };
     for entries in streamed_chunks(r1cs, recording) {
         let streamed = gpu
             .budget
-            .check(streamed_bytes(r1cs, entries))
+            .check(streamed_bytes(&r1cs.sizes(), entries))
             .and_then(|()| DeviceR1cs::streamed(r1cs, entries, &gpu.stream, &gpu.staging));
         match streamed {
             Ok(Some(held)) => return Ok(Some(Some(held))),
