@@ -184,8 +184,8 @@ impl Prover {
     }
 
     /// A prover with one proving thread per factory (one per device), sharing one channel.
-    /// Each factory runs on its own proving thread, so a backend's device context is made and
-    /// used on one thread only, and is given the key (or its file, [`KeyFile`](crate::KeyFile)), of which it
+    /// Each factory runs on its own proving thread, all at once (devices load their keys side
+    /// by side), so a backend's device context is made and used on one thread only, and is given the key (or its file, [`KeyFile`](crate::KeyFile)), of which it
     /// keeps what it needs (a device copies the bases and the recording's matrices); the
     /// prover keeps no more than the key's shape (its verifying key, its counts and its
     /// recording's), so a key handed over without a clone kept is freed on the host when no
@@ -193,8 +193,9 @@ impl Prover {
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for a setting out of range
-    /// (see [`Config`]), no factory, or a pool cap that cannot hold one partition; the first
-    /// error a factory returns.
+    /// (see [`Config`]), no factory, or a pool cap that cannot hold one partition; the error
+    /// of the first factory (in order) that fails. Every proving thread has ended, and the
+    /// backends made are dropped, when an error is returned.
     pub fn with_backends<B, F>(
         key: impl Into<KeySource>,
         config: Config,
@@ -223,53 +224,54 @@ impl Prover {
     {
         let devices = factories.len();
         let (max_in_flight, prewarm_partitions) = check_setup(&key, &config, &pool, devices)?;
+        let synthesis = thread_pool("pinprove-synth", config.synthesis_threads)?;
         let shape = Arc::new(key.shape());
         let (jobs, queue) = crossbeam_channel::bounded::<Partition>(config.queue_depth_per_device * devices);
-        let retry = crossbeam_channel::unbounded::<Partition>();
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Arc::new(ProverState::new(factories.len()));
-        let pvk = config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&shape.vk)));
-        let mut proving_threads = Vec::with_capacity(factories.len());
-        let (mut backend, mut all_evaluate) = ("", true);
-        for (i, factory) in factories.into_iter().enumerate() {
-            let ctx = ProvingContext {
-                shape: Arc::clone(&shape),
-                pvk: pvk.clone(),
-                compute: Arc::clone(&compute),
-                shared: Arc::clone(&shared),
-                queue: queue.clone(),
-                retry: retry.clone(),
-                stop: stopped.clone(),
-            };
-            let (handle, made) = spawn_proving_thread(i, factory, key.clone(), ctx)?;
-            proving_threads.push(handle);
-            // On an error the threads already started end once `jobs` and `stop` are dropped.
-            let made = made.recv().unwrap_or(Err(Error::PipelineClosed))?;
-            backend = made.name;
-            all_evaluate &= made.evaluates_recorded_constraints;
-        }
-        drop(key); // the backends hold what they need of it
+        let ctx = ProvingContext {
+            shape: Arc::clone(&shape),
+            pvk: config.verify_proofs.then(|| Arc::new(prepare_verifying_key(&shape.vk))),
+            compute,
+            shared: Arc::clone(&shared),
+            queue,
+            retry: crossbeam_channel::unbounded::<Partition>(),
+            stop: stopped,
+        };
+        let (proving_threads, made) = start_backends(factories, key, ctx);
+        let made = match made {
+            Ok(made) => made,
+            Err(e) => return Err(stop_threads(proving_threads, (jobs, stop), e)),
+        };
+        let backend = made.first().map_or("", |m| m.name);
+        let all_evaluate = made.iter().all(|m| m.evaluates_recorded_constraints);
         let witness_only = shape.recording.is_some() && all_evaluate;
         if shape.recording.is_some() && !witness_only {
             log::info!(
                 "the {backend} backend does not evaluate recorded constraints: circuits are synthesized in full"
             );
         }
-        let partition = shape_partition_bytes(&shape, witness_only)?;
+        let sizes = witness_buffer_bytes(&shape, witness_only)
+            .and_then(|buffers| Ok((shape_partition_bytes(&shape, witness_only)?, buffers)));
+        let (partition, buffers) = match sizes {
+            Ok(sizes) => sizes,
+            Err(e) => return Err(stop_threads(proving_threads, (jobs, stop), e)),
+        };
         if partition > pool.config().max_bytes {
-            return Err(Error::Config(format!(
+            let e = Error::Config(format!(
                 "the pool's cap (max_bytes, {} bytes) cannot hold the buffers of one partition ({partition} bytes); \
                  to keep every partition in flight pinned ({max_in_flight}: synthesis_threads + \
                  (queue_depth_per_device + 1) x devices) it needs {} bytes",
                 pool.config().max_bytes,
                 partition.saturating_mul(max_in_flight),
-            )));
+            ));
+            return Err(stop_threads(proving_threads, (jobs, stop), e));
         }
-        prewarm(&pool, &witness_buffer_bytes(&shape, witness_only)?, partition, prewarm_partitions);
+        prewarm(&pool, &buffers, partition, prewarm_partitions);
         Ok(Prover {
             shape,
             pool,
-            synthesis: thread_pool("pinprove-synth", config.synthesis_threads)?,
+            synthesis,
             jobs: Some(jobs),
             stop: Some(stop),
             proving_threads,
@@ -474,6 +476,54 @@ fn check_setup(key: &KeySource, config: &Config, pool: &PinnedPool, devices: usi
         )));
     }
     Ok((max_in_flight, prewarm_partitions))
+}
+
+/// Starts a proving thread per factory, each making its backend from `key` at once (devices
+/// load their keys side by side), and waits for every one to answer: the threads, and what
+/// each made or the first error (a thread that could not be started included).
+fn start_backends<B, F>(
+    factories: Vec<F>,
+    key: KeySource,
+    ctx: ProvingContext,
+) -> (Vec<JoinHandle<()>>, Result<Vec<Made>>)
+where
+    B: Backend + 'static,
+    F: FnOnce(&KeySource) -> Result<B> + Send + 'static,
+{
+    let mut started = Vec::with_capacity(factories.len());
+    let mut failed = None;
+    for (i, factory) in factories.into_iter().enumerate() {
+        match spawn_proving_thread(i, factory, key.clone(), ctx.clone()) {
+            Ok(thread) => started.push(thread),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    drop(key); // the backends hold what they need of it
+    let made: Vec<_> = started.iter().map(|(_, made)| made.recv().unwrap_or(Err(Error::PipelineClosed))).collect();
+    let threads = started.into_iter().map(|(thread, _)| thread).collect();
+    match failed {
+        Some(e) => (threads, Err(e)),
+        None => (threads, made.into_iter().collect()),
+    }
+}
+
+/// Ends the proving threads of a prover that will not be made (closing its channels, which
+/// they wait on once their backend is made) and joins them; returns `e`, its error.
+fn stop_threads(
+    threads: impl IntoIterator<Item = JoinHandle<()>>,
+    channels: (Sender<Partition>, Sender<()>),
+    e: Error,
+) -> Error {
+    drop(channels);
+    for thread in threads {
+        if thread.join().is_err() {
+            log::error!("a pinprove proving thread panicked");
+        }
+    }
+    e
 }
 
 /// A rayon pool of `threads` threads named `name-0`, `name-1`, ….

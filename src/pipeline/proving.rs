@@ -20,6 +20,7 @@ use crate::groth16::{assemble, verify_proof, KeyShape, MsmSums, PreparedVerifyin
 use crate::timings::PartitionTimings;
 
 /// What every proving thread of a prover is given.
+#[derive(Clone)]
 pub(super) struct ProvingContext {
     /// What the prover keeps of its key: the verifying key assembles the proofs.
     pub(super) shape: Arc<KeyShape>,

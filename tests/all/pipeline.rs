@@ -13,7 +13,7 @@ use pinprove::{prepare_verifying_key, verify_proof, KeySource};
 use pinprove::{Config, Error, PartitionTimings, PinnedPool, PoolConfig, Prover};
 
 use crate::circuits::{Faulty, MimcChain};
-use crate::support::{assert_balanced, chain, config, eventually_balanced, key, partition_bytes};
+use crate::support::{assert_balanced, chain, config, cpu, eventually_balanced, key, partition_bytes};
 
 /// The CPU backend behind a gate: each partition waits for a token before its h stage.
 struct Gated {
@@ -427,4 +427,61 @@ fn the_proving_thread_is_named_for_what_it_is() {
         Prover::with_backends(key(5), config(1, 1), PinnedPool::new(PoolConfig::default()), vec![factory]).unwrap();
     assert!(prover.prove(vec![chain(5, 1)]).unwrap()[0].is_ok());
     assert_eq!(name.recv().unwrap(), "pinprove-prover-0");
+}
+
+/// A prover makes its backends at once, one per proving thread: two factories that each wait
+/// for the other to start are both made (made one after the other, the first would give up
+/// waiting, and the prover would fail). When one factory fails, the prover answers its error
+/// once every proving thread has ended, the other backend dropped.
+#[test]
+fn backends_are_made_at_once_and_a_failing_one_ends_every_thread() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let starts = [crossbeam_channel::unbounded::<()>(), crossbeam_channel::unbounded::<()>()];
+    let meets = |i: usize| {
+        let (mine, other) = (starts[i].0.clone(), starts[1 - i].1.clone());
+        move |key: &KeySource| {
+            mine.send(()).unwrap();
+            // The other factory's start, while this one is still being made.
+            match other.recv_timeout(Duration::from_secs(30)) {
+                Ok(()) => cpu(key),
+                Err(_) => Err(Error::Backend(format!("factory {i} waited alone"))),
+            }
+        }
+    };
+    let pool = PinnedPool::new(PoolConfig::default());
+    let prover = Prover::with_backends(key(4), config(1, 1), pool, vec![meets(0), meets(1)]).unwrap();
+    assert!(prover.prove(vec![chain(4, 1), chain(4, 2)]).unwrap().iter().all(Result::is_ok));
+    prover.shutdown();
+
+    /// A backend that counts its drops.
+    struct Counted(CpuBackend, Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    impl Backend for Counted {
+        fn name(&self) -> &'static str {
+            "counted"
+        }
+        fn h(&mut self, w: &mut Witness, t: &mut PartitionTimings) -> pinprove::Result<()> {
+            self.0.h(w, t)
+        }
+        fn msm(&mut self, w: &Witness, t: &mut PartitionTimings) -> pinprove::Result<MsmSums> {
+            self.0.msm(w, t)
+        }
+    }
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let counted = |fail: bool| {
+        let dropped = Arc::clone(&dropped);
+        move |key: &KeySource| match fail {
+            true => Err(Error::Backend("no device".into())),
+            false => Ok(Counted(cpu(key)?, dropped)),
+        }
+    };
+    let pool = PinnedPool::new(PoolConfig::default());
+    let made = Prover::with_backends(key(4), config(1, 1), pool, vec![counted(false), counted(true), counted(false)]);
+    assert!(matches!(made.err(), Some(Error::Backend(m)) if m == "no device"));
+    assert_eq!(dropped.load(Ordering::SeqCst), 2, "both backends made were dropped before the error was answered");
 }

@@ -87,6 +87,10 @@ impl CudaBackend {
     /// A backend on `device` holding `key`: every buffer a partition needs, then the key's
     /// recorded constraints and bases placed as they fit; reported to the device.
     fn new(device: &CudaDevice, key: HostKey<'_>) -> Result<Self> {
+        // Backends of one device are made one at a time (a prover makes its backends at
+        // once): each measures what it holds by the device's free memory.
+        let _placing = device.lock.lock();
+        let lock = Arc::clone(&device.lock);
         let shape = key.shape();
         let m = shape.domain_size();
         if m > u32::MAX as usize {
@@ -104,7 +108,6 @@ impl CudaBackend {
         gpu.budget.check(0)?;
         let held = key::place(&gpu, key)?;
         gpu.stream.synchronize().map_err(from_cust)?;
-        let lock = Arc::clone(&device.lock);
         let lengths = g1_msm_lengths(&shape);
         let backend = CudaBackend { lengths, domain, scalars, held, sums, events, epoch, lock, gpu };
         backend.report(device, key.points())?;
