@@ -251,8 +251,8 @@ fn upload_witness<'a>(
             }
         }
         (AbcSource::Recorded(packed), Some(r)) => {
-            gpu.budget.check(r.packed_growth(packed))?;
-            in_flight.extend(r.upload_witness((stream, staging), &w.input, packed)?);
+            gpu.budget.check(r.packed_growth(packed, abc[2].len()))?;
+            in_flight.extend(r.upload_witness((stream, staging), &w.input, packed, abc)?);
         }
         (AbcSource::Recorded(_), None) => unreachable!("a recorded source is chosen only with the recording held"),
     }

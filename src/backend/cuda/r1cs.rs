@@ -221,21 +221,25 @@ impl DeviceR1cs {
         }
     }
 
-    /// Device bytes the values' room of a packed aux grows by to take `aux`.
-    pub(crate) fn packed_growth(&self, aux: &PackedAux) -> usize {
-        self.packed.growth(aux)
+    /// Device bytes the values' room of a packed aux grows by to take `aux` (none when they
+    /// fit the `lent` values the caller lends).
+    pub(crate) fn packed_growth(&self, aux: &PackedAux, lent: usize) -> usize {
+        self.packed.growth(aux, lent)
     }
 
     /// Enqueues the copies of a partition's `input` and packed `aux` on `stream` (whose
-    /// earlier work it waits for when the values' room grows).
+    /// earlier work it waits for when the values' room grows), its values into `abc[2]` (the
+    /// C product's output, free until [`evaluate`](Self::evaluate) has expanded them) when
+    /// they fit.
     pub(crate) fn upload_witness<'a>(
         &mut self,
         (stream, staging): (&'a Stream, &Staging),
         input: &'a [Scalar],
         aux: &'a PackedAux,
+        abc: &[DeviceVec<Scalar>; 3],
     ) -> Result<Vec<InFlight<'a>>> {
         let mut in_flight = vec![upload(stream, staging, input, false, &self.input)?];
-        in_flight.extend(self.packed.upload((stream, staging), aux)?);
+        in_flight.extend(self.packed.upload((stream, staging), aux, &abc[2])?);
         Ok(in_flight)
     }
 
@@ -252,7 +256,7 @@ impl DeviceR1cs {
         (abc, m): (&[DeviceVec<Scalar>; 3], usize),
         [a, b]: [&DeviceVec<Scalar>; 2],
     ) -> Result<()> {
-        kernels.packed_expand(stream, &self.packed, aux)?;
+        kernels.packed_expand(stream, (&self.packed, &abc[2]), aux)?; // before C's product
         let z = DeviceZ { input: &self.input, inputs: self.inputs, aux, len: self.inputs + self.aux };
         match &mut self.matrices {
             Matrices::Resident(matrices) => {

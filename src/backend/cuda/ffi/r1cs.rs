@@ -273,8 +273,9 @@ impl DeviceIndices {
     }
 }
 
-/// A partition's packed aux on the device: its bitmaps and ranks, and room for its values
-/// (grown when a partition has more than it holds).
+/// A partition's packed aux on the device: its bitmaps and ranks; its values go to a buffer
+/// the caller lends (free until the expansion has read them: the C product's output), or,
+/// when they outnumber it, to a room of its own, grown as needed.
 #[derive(Debug)]
 pub(crate) struct DevicePacked {
     ones: DeviceVec<u64>,
@@ -282,8 +283,10 @@ pub(crate) struct DevicePacked {
     ranks: DeviceVec<u32>,
     values: DeviceVec<Scalar>,
     /// Values of the last packed aux copied up; each value the expansion reads (ranks and
-    /// bitmaps count them) is below its count of others, which `values` holds.
+    /// bitmaps count them) is below its count of others, which its values' buffer holds.
     len: usize,
+    /// Whether the last packed aux's values went to the lent buffer.
+    lent: bool,
 }
 
 impl DevicePacked {
@@ -299,18 +302,22 @@ impl DevicePacked {
             ranks: DeviceVec::new(ranks / 4)?,
             values: DeviceVec::new(0)?,
             len: 0,
+            lent: false,
         })
     }
 
-    /// Device bytes its values' room would hold after `p` is copied up, beyond what it holds:
-    /// for the device's budget.
-    pub(crate) fn growth(&self, p: &PackedAux) -> usize {
+    /// Device bytes its own values' room would grow by to take `p` when a lent buffer of
+    /// `lent` values is too small: for the device's budget.
+    pub(crate) fn growth(&self, p: &PackedAux, lent: usize) -> usize {
         let room = p.value_chunks().len() * p.chunk_len();
-        room.saturating_sub(self.values.len()) * std::mem::size_of::<Scalar>()
+        match room <= lent {
+            true => 0,
+            false => room.saturating_sub(self.values.len()) * std::mem::size_of::<Scalar>(),
+        }
     }
 
-    /// Enqueues the copies of `p` on `stream`, growing the values' room first when it is too
-    /// small (after the stream's earlier work).
+    /// Enqueues the copies of `p` on `stream`, its values into `lent` when they fit, else into
+    /// its own room, grown first when too small (after the stream's earlier work).
     ///
     /// # Panics
     /// If `p` holds more values than the bitmaps were made for.
@@ -318,9 +325,11 @@ impl DevicePacked {
         &mut self,
         (stream, staging): (&'a Stream, &Staging),
         p: &'a PackedAux,
+        lent: &DeviceVec<Scalar>,
     ) -> Result<Vec<InFlight<'a>>> {
         let room = p.value_chunks().len() * p.chunk_len();
-        if room > self.values.len() {
+        self.lent = room <= lent.len();
+        if !self.lent && room > self.values.len() {
             stream.synchronize().map_err(super::memory::from_cust)?;
             self.values = DeviceVec::new(0)?; // the old room goes first
             self.values = DeviceVec::new(room)?;
@@ -331,8 +340,9 @@ impl DevicePacked {
             upload(stream, staging, p.others(), direct, &self.others)?,
             upload(stream, staging, p.ranks(), direct, &self.ranks)?,
         ];
+        let values = if self.lent { lent } else { &self.values };
         for (j, chunk) in p.value_chunks().iter().enumerate() {
-            in_flight.push(upload_at(stream, staging, chunk, chunk.is_pinned(), (&self.values, j * p.chunk_len()))?);
+            in_flight.push(upload_at(stream, staging, chunk, chunk.is_pinned(), (values, j * p.chunk_len()))?);
         }
         self.len = p.len();
         Ok(in_flight)
@@ -431,16 +441,22 @@ impl R1csKernels {
     ///
     /// # Panics
     /// If `aux` is shorter than it.
-    pub(crate) fn packed_expand(&self, stream: &Stream, packed: &DevicePacked, aux: &DeviceVec<Scalar>) -> Result<()> {
+    pub(crate) fn packed_expand(
+        &self,
+        stream: &Stream,
+        (packed, lent): (&DevicePacked, &DeviceVec<Scalar>),
+        aux: &DeviceVec<Scalar>,
+    ) -> Result<()> {
         let len = packed.len;
         assert!(len <= aux.len(), "{len} values into {}", aux.len());
         let groups = len.div_ceil(packed::GROUP);
-        let (ones, others, ranks, values) =
-            (packed.ones.ptr(), packed.others.ptr(), packed.ranks.ptr(), packed.values.ptr());
+        let values = if packed.lent { lent.ptr() } else { packed.values.ptr() };
+        let (ones, others, ranks) = (packed.ones.ptr(), packed.others.ptr(), packed.ranks.ptr());
         // SAFETY: copied from a PackedAux of `len` values (`upload`): its bitmaps hold a word
         // per 64 values and its ranks one per group, one block each; every value a block
         // reads (its group's rank plus the others before it) is below the others' count,
-        // which `values` holds; aux holds `len` (asserted).
+        // which the buffer its values went to holds (`lent`, the one `upload` was lent: the
+        // caller's contract, or its own room); aux holds `len` (asserted).
         unsafe {
             self.g16_packed_expand(
                 u32_arg(groups),

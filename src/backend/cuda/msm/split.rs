@@ -18,7 +18,8 @@ use crate::backend::cuda::ffi::msm::Group;
 use crate::backend::cuda::ffi::DeviceVec;
 use crate::error::Result;
 
-/// The split's rooms hold the others of this share of an MSM's points at most (1/16: their
+/// The split's rooms hold the others of this share of an MSM's points at most, and at least
+/// one (1/16: their
 /// scalars, indices and G1 bases take 8.25 bytes per point of the MSM). Filecoin's PoRep
 /// witness has 1.7 % of others, the sha256 shape's under 0.1 %; with more, the plan over
 /// every scalar sorts few more entries than the split would. Refit with `gpu_report` once
