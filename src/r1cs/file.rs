@@ -140,18 +140,7 @@ impl R1csFile {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let mut src = Reader::new(BufReader::new(File::open(&path)?))?;
-        let mut magic = [0u8; 8];
-        src.read_exact(&mut magic, || "magic".to_owned())?;
-        if &magic != MAGIC {
-            return Err(bad("magic", 0, "not a pinprove r1cs file"));
-        }
-        src.hash_from(MAGIC); // the digest's bytes are not left to read
-        let at = src.offset;
-        if src.u64_le("version")? != VERSION {
-            return Err(bad("version", at, "a version this build does not read (2)"));
-        }
-        let [inputs, aux, constraints] = [src.u64_le("inputs")?, src.u64_le("aux")?, src.u64_le("constraints")?];
-        let rows = constraints.checked_add(inputs).ok_or_else(|| bad("constraints", at, "too many rows"))?;
+        let Head { inputs, aux, constraints, rows, .. } = read_head(&mut src)?;
         // Items of `bytes` each, checked against the file's length, then skipped.
         let skip = |src: &mut Reader<_>, what: &str, count: u64, bytes: usize| {
             let n = src.fits(what, count, bytes)?;
@@ -241,6 +230,8 @@ pub(crate) struct Piece<'a> {
     which: usize,
     first: usize,
     part: Part<'a>,
+    /// Read by the device's copy (`MatrixRoom`), which bounds its kernels' indices by it.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     below: u64,
 }
 
@@ -269,6 +260,7 @@ impl<'a> Piece<'a> {
     }
 
     /// Every item is below this (for starts, at most it: the entries' count).
+    #[cfg(feature = "cuda")]
     pub(crate) fn below(&self) -> u64 {
         self.below
     }
@@ -297,21 +289,7 @@ pub(crate) trait Sink {
 /// As [`R1cs::read`], and the sink's.
 pub(crate) fn read_into<R: Read + Seek>(reader: R, sink: &mut impl Sink) -> Result<()> {
     let mut src = Reader::new(reader)?;
-    let mut magic = [0u8; 8];
-    src.read_exact(&mut magic, || "magic".to_owned())?;
-    if &magic != MAGIC {
-        return Err(bad("magic", 0, "not a pinprove r1cs file"));
-    }
-    src.hash_from(MAGIC);
-    let at = src.offset;
-    if src.u64_le("version")? != VERSION {
-        return Err(bad("version", at, "a version this build does not read (2)"));
-    }
-    let [inputs, aux, constraints] = [src.u64_le("inputs")?, src.u64_le("aux")?, src.u64_le("constraints")?];
-    let at = src.offset;
-    let vars = inputs.checked_add(aux).filter(|&v| v <= 1 << 32 && inputs > 0);
-    let vars = vars.ok_or_else(|| bad("inputs and aux", at, "no inputs, or more than 2^32 variables"))?;
-    let rows = constraints.checked_add(inputs).ok_or_else(|| bad("constraints", at, "too many rows"))?;
+    let Head { inputs, aux, constraints, vars, rows } = read_head(&mut src)?;
     let count = src.u64_le("length of table")?;
     let n = src.fits("table", count, 32)?;
     let mut table = Vec::with_capacity(n);
@@ -369,7 +347,7 @@ impl Sink for Collected {
             Part::Vars(_) => m.vars.len(),
             Part::Coeffs(_) => m.coeffs.len(),
         };
-        debug_assert!(piece.first() == kept && piece.below() > 0 || kept == 0, "pieces in order");
+        debug_assert_eq!(piece.first(), kept, "pieces in order");
         match (piece.part(), &mut m.starts) {
             (Part::Narrow(s), RowStarts::Narrow(starts)) => starts.extend_from_slice(s),
             (Part::Wide(s), RowStarts::Wide(starts)) => starts.extend_from_slice(s),
@@ -405,6 +383,38 @@ impl Collected {
             b_vars,
         }
     }
+}
+
+/// The counts at a recording file's head, checked: at least one input, at most 2^32
+/// variables, rows (constraints and inputs) that a u64 counts.
+struct Head {
+    inputs: u64,
+    aux: u64,
+    constraints: u64,
+    /// Inputs and aux: z's length.
+    vars: u64,
+    rows: u64,
+}
+
+/// Reads a recording file's magic, version and counts; hashes from the magic on (the
+/// digest's own bytes not left to read).
+fn read_head<R: Read + Seek>(src: &mut Reader<R>) -> Result<Head> {
+    let mut magic = [0u8; 8];
+    src.read_exact(&mut magic, || "magic".to_owned())?;
+    if &magic != MAGIC {
+        return Err(bad("magic", 0, "not a pinprove r1cs file"));
+    }
+    src.hash_from(MAGIC);
+    let at = src.offset;
+    if src.u64_le("version")? != VERSION {
+        return Err(bad("version", at, "a version this build does not read (2)"));
+    }
+    let [inputs, aux, constraints] = [src.u64_le("inputs")?, src.u64_le("aux")?, src.u64_le("constraints")?];
+    let at = src.offset;
+    let vars = inputs.checked_add(aux).filter(|&v| v <= 1 << 32 && inputs > 0);
+    let vars = vars.ok_or_else(|| bad("inputs and aux", at, "no inputs, or more than 2^32 variables"))?;
+    let rows = constraints.checked_add(inputs).ok_or_else(|| bad("constraints", at, "too many rows"))?;
+    Ok(Head { inputs, aux, constraints, vars, rows })
 }
 
 fn bad(what: &str, offset: u64, reason: &'static str) -> Error {

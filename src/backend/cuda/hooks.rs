@@ -193,9 +193,7 @@ impl Bench {
         window: Option<u32>,
     ) -> Result<(C::Projective, MsmRun)> {
         let n = scalars.len();
-        if n > bases.n {
-            return Err(Error::Shape { what: "MSM scalars (at most the bases)", expected: bases.n, got: n });
-        }
+        check_scalars(n, bases.n)?;
         let (planned, shifted) = bases.plan_for(n);
         let c = window.unwrap_or(planned);
         match shifted {
@@ -207,13 +205,9 @@ impl Bench {
             None => check_window(c, false, planned)?,
         }
         self.scratch.reserve::<C>(n, c, shifted.is_some())?;
-        let device_scalars = DeviceVec::<Scalar>::new(n)?;
-        let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
+        let (device_scalars, sums) = self.scalars_up::<C>(scalars)?;
         let Self { gpu, marks: ev, scratch, .. } = self;
         let stream = &gpu.stream;
-        ev[0].record(stream).map_err(from_cust)?;
-        upload(stream, &gpu.staging, scalars, false, &device_scalars)?.wait()?;
-        ev[1].record(stream).map_err(from_cust)?;
         let msms = Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch };
         let plan = msms.plan(&device_scalars, 0..n, (c, shifted))?;
         ev[2].record(stream).map_err(from_cust)?;
@@ -226,6 +220,18 @@ impl Bench {
 }
 
 impl Bench {
+    /// `scalars` copied to the device, between marks 0 and 1, and room for group C's window
+    /// sums: an MSM run alone.
+    fn scalars_up<C: Group>(&mut self, scalars: &[Scalar]) -> Result<(DeviceVec<Scalar>, DeviceVec<C::Projective>)> {
+        let device_scalars = DeviceVec::<Scalar>::new(scalars.len())?;
+        let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
+        let (stream, ev) = (&self.gpu.stream, &self.marks);
+        ev[0].record(stream).map_err(from_cust)?;
+        upload(stream, &self.gpu.staging, scalars, false, &device_scalars)?.wait()?;
+        ev[1].record(stream).map_err(from_cust)?;
+        Ok((device_scalars, sums))
+    }
+
     /// Σ scalarsᵢ·basesᵢ in G1 split by value (the ones summed as one bucket, the others
     /// through an MSM of their own, `msm/split.rs`), and its device times; `None` when more
     /// than the split's share of the scalars are neither 0 nor 1.
@@ -250,19 +256,13 @@ impl Bench {
         scalars: &[Scalar],
     ) -> Result<(Option<C::Projective>, SplitRun)> {
         let n = scalars.len();
-        if n > bases.n {
-            return Err(Error::Shape { what: "MSM scalars (at most the bases)", expected: bases.n, got: n });
-        }
+        check_scalars(n, bases.n)?;
         let (c, shifted) = bases.plan_for(n);
         self.scratch.reserve::<C>(n, c, shifted.is_some())?;
         self.scratch.reserve_split::<C>(n)?;
-        let device_scalars = DeviceVec::<Scalar>::new(n)?;
-        let sums = DeviceVec::<C::Projective>::new(MAX_WINDOWS)?;
+        let (device_scalars, sums) = self.scalars_up::<C>(scalars)?;
         let Self { gpu, marks: ev, scratch, .. } = self;
         let stream = &gpu.stream;
-        ev[0].record(stream).map_err(from_cust)?;
-        upload(stream, &gpu.staging, scalars, false, &device_scalars)?.wait()?;
-        ev[1].record(stream).map_err(from_cust)?;
         let msms = Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch };
         let sum = msms.split::<C>(&device_scalars, n, bases, &sums)?;
         ev[2].record(stream).map_err(from_cust)?;
@@ -273,6 +273,17 @@ impl Bench {
 impl Drop for Bench {
     fn drop(&mut self) {
         self.gpu.finish();
+    }
+}
+
+/// Whether an MSM of `n` scalars has bases for them all (`bases` of them).
+///
+/// # Errors
+/// [`Error::Shape`] if not.
+fn check_scalars(n: usize, bases: usize) -> Result<()> {
+    match n <= bases {
+        true => Ok(()),
+        false => Err(Error::Shape { what: "MSM scalars (at most the bases)", expected: bases, got: n }),
     }
 }
 

@@ -331,11 +331,11 @@ impl MsmBuffers {
 
     /// The most others a split keeps for an MSM in group G: what its rooms hold.
     pub(crate) fn split_room<G: Group>(&self) -> usize {
+        fn room<T: DeviceElem>(v: &Option<DeviceVec<T>>) -> usize {
+            v.as_ref().map_or(0, DeviceVec::len)
+        }
         let split = &self.split;
-        let len = |v: Option<usize>| v.unwrap_or(0);
-        let kept =
-            len(split.others.as_ref().map(DeviceVec::len)).min(len(split.others_idx.as_ref().map(DeviceVec::len)));
-        kept.min(len(G::gathered(split).as_ref().map(DeviceVec::len)))
+        room(&split.others).min(room(&split.others_idx)).min(room(G::gathered(split)))
     }
 
     /// Grows group G's sums to `slots` (the odd levels' output, then the even ones') and its

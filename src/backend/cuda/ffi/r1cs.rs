@@ -309,7 +309,7 @@ impl DevicePacked {
     /// Device bytes its own values' room would grow by to take `p` when a lent buffer of
     /// `lent` values is too small: for the device's budget.
     pub(crate) fn growth(&self, p: &PackedAux, lent: usize) -> usize {
-        let room = p.value_chunks().len() * p.chunk_len();
+        let room = p.values_room();
         match room <= lent {
             true => 0,
             false => room.saturating_sub(self.values.len()) * std::mem::size_of::<Scalar>(),
@@ -327,7 +327,7 @@ impl DevicePacked {
         p: &'a PackedAux,
         lent: &DeviceVec<Scalar>,
     ) -> Result<Vec<InFlight<'a>>> {
-        let room = p.value_chunks().len() * p.chunk_len();
+        let room = p.values_room();
         self.lent = room <= lent.len();
         if !self.lent && room > self.values.len() {
             stream.synchronize().map_err(super::memory::from_cust)?;
