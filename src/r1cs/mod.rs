@@ -189,10 +189,9 @@ impl RecordingSizes {
     /// # Errors
     /// [`Error::Shape`] naming the first count that differs.
     pub(crate) fn check_shape(&self, key: &KeyShape) -> Result<()> {
-        let RecordingShape { inputs, aux, constraints } = self.shape;
-        let domain = (constraints + inputs).checked_next_power_of_two().unwrap_or(usize::MAX);
+        let RecordingShape { inputs, aux, .. } = self.shape;
         Error::first_shape_mismatch([
-            ("recorded domain size (constraints + inputs, rounded up)", key.domain_size(), domain),
+            ("recorded domain size (constraints + inputs, rounded up)", key.domain_size(), self.shape.domain()),
             ("recorded public inputs (with the constant one)", key.num_inputs(), inputs),
             ("recorded aux variables", key.num_aux(), aux),
             ("recorded a query length (variables used in A)", key.a_len(), self.a_query_len),
@@ -251,6 +250,13 @@ pub(crate) struct RecordingShape {
     pub(crate) inputs: usize,
     pub(crate) aux: usize,
     pub(crate) constraints: usize,
+}
+
+impl RecordingShape {
+    /// The evaluation domain's size: constraints and inputs, rounded up to a power of two.
+    pub(crate) fn domain(&self) -> usize {
+        (self.constraints + self.inputs).checked_next_power_of_two().unwrap_or(usize::MAX)
+    }
 }
 
 /// A circuit's constraints, recorded once per circuit shape, so that proving a circuit

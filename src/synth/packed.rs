@@ -260,13 +260,6 @@ impl PackedAux {
         self.chunk
     }
 
-    /// Values its chunks take laid end to end (the last counted whole), as a device holds
-    /// them.
-    #[cfg(feature = "cuda")]
-    pub(crate) fn values_room(&self) -> usize {
-        self.values.len() * self.chunk
-    }
-
     /// Bytes of the pool buffers it holds.
     pub fn host_bytes(&self) -> usize {
         let bitmaps = [self.ones.buffer(), self.others.buffer(), self.ranks.buffer()];

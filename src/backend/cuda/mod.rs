@@ -251,10 +251,6 @@ fn upload_witness<'a>(
             }
         }
         (AbcSource::Recorded(packed), Some(r)) => {
-            match r.packed_growth(packed, abc[2].len()) {
-                0 => {} // no device call per partition while the values fit
-                growth => gpu.budget.check(growth)?,
-            }
             in_flight.extend(r.upload_witness((stream, staging), &w.input, packed, abc)?);
         }
         (AbcSource::Recorded(_), None) => unreachable!("a recorded source is chosen only with the recording held"),

@@ -59,11 +59,12 @@ pub(crate) struct DeviceR1cs {
 
 /// Device bytes of what a recording of `sizes` keeps on the device whether its matrices are
 /// resident or streamed: the table, the gathers' indices (the A scalars' with every input's
-/// too), the input, the packed aux' bitmaps and ranks.
+/// too), the input, the packed aux' bitmaps and ranks, and its values' own room.
 fn fixed_bytes(sizes: &RecordingSizes) -> usize {
-    let (inputs, scalar) = (sizes.shape.inputs, std::mem::size_of::<Scalar>());
-    let packed: usize = packed::bitmap_bytes(sizes.shape.aux).iter().sum();
-    sizes.bytes() - sizes.matrices_bytes() + 4 * inputs + scalar * inputs + packed
+    let (RecordingShape { inputs, aux, .. }, scalar) = (sizes.shape, std::mem::size_of::<Scalar>());
+    let packed: usize = packed::bitmap_bytes(aux).iter().sum();
+    let values = scalar * DevicePacked::own_values(aux, sizes.shape.domain());
+    sizes.bytes() - sizes.matrices_bytes() + 4 * inputs + scalar * inputs + packed + values
 }
 
 /// Device bytes a recording of `sizes` takes with its matrices resident.
@@ -201,7 +202,7 @@ impl DeviceR1cs {
             a_vars: DeviceIndices::upload(&a_vars, inputs + aux, stream, staging)?,
             b_vars: DeviceIndices::upload(b_vars, inputs + aux, stream, staging)?,
             input: DeviceVec::new(inputs)?,
-            packed: DevicePacked::new(aux)?,
+            packed: DevicePacked::new(aux, sizes.shape.domain())?,
             inputs,
             aux,
             bytes,
@@ -221,16 +222,9 @@ impl DeviceR1cs {
         }
     }
 
-    /// Device bytes the values' room of a packed aux grows by to take `aux` (none when they
-    /// fit the `lent` values the caller lends).
-    pub(crate) fn packed_growth(&self, aux: &PackedAux, lent: usize) -> usize {
-        self.packed.growth(aux, lent)
-    }
-
-    /// Enqueues the copies of a partition's `input` and packed `aux` on `stream` (whose
-    /// earlier work it waits for when the values' room grows), its values into `abc[2]` (the
-    /// C product's output, free until [`evaluate`](Self::evaluate) has expanded them) when
-    /// they fit.
+    /// Enqueues the copies of a partition's `input` and packed `aux` on `stream`, its values
+    /// into `abc[2]` (the C product's output, free until [`evaluate`](Self::evaluate) has
+    /// expanded them) when they fit.
     pub(crate) fn upload_witness<'a>(
         &mut self,
         (stream, staging): (&'a Stream, &Staging),

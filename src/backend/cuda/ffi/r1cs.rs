@@ -275,7 +275,8 @@ impl DeviceIndices {
 
 /// A partition's packed aux on the device: its bitmaps and ranks; its values go to a buffer
 /// the caller lends (free until the expansion has read them: the C product's output), or,
-/// when they outnumber it, to a room of its own, grown as needed.
+/// when the aux outnumber it, to a room of its own made with the rest, so that nothing is
+/// allocated per partition.
 #[derive(Debug)]
 pub(crate) struct DevicePacked {
     ones: DeviceVec<u64>,
@@ -290,50 +291,48 @@ pub(crate) struct DevicePacked {
 }
 
 impl DevicePacked {
-    /// Room for a packed aux of `capacity` values, none of its values yet.
+    /// Values of its own room for a packed aux of `capacity` values beside a lent buffer of
+    /// `lent`: none when the lent one holds them all.
+    pub(crate) fn own_values(capacity: usize, lent: usize) -> usize {
+        if capacity > lent {
+            capacity
+        } else {
+            0
+        }
+    }
+
+    /// Room for a packed aux of `capacity` values whose values are lent buffers of `lent`
+    /// values, none of its values yet.
     ///
     /// # Errors
     /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory).
-    pub(crate) fn new(capacity: usize) -> Result<Self> {
+    pub(crate) fn new(capacity: usize, lent: usize) -> Result<Self> {
         let [ones, others, ranks] = packed::bitmap_bytes(capacity);
         Ok(DevicePacked {
             ones: DeviceVec::new(ones / 8)?,
             others: DeviceVec::new(others / 8)?,
             ranks: DeviceVec::new(ranks / 4)?,
-            values: DeviceVec::new(0)?,
+            values: DeviceVec::new(Self::own_values(capacity, lent))?,
             len: 0,
             lent: false,
         })
     }
 
-    /// Device bytes its own values' room would grow by to take `p` when a lent buffer of
-    /// `lent` values is too small: for the device's budget.
-    pub(crate) fn growth(&self, p: &PackedAux, lent: usize) -> usize {
-        let room = p.values_room();
-        match room <= lent {
-            true => 0,
-            false => room.saturating_sub(self.values.len()) * std::mem::size_of::<Scalar>(),
-        }
-    }
-
     /// Enqueues the copies of `p` on `stream`, its values into `lent` when they fit, else into
-    /// its own room, grown first when too small (after the stream's earlier work).
+    /// its own room.
     ///
     /// # Panics
-    /// If `p` holds more values than the bitmaps were made for.
+    /// If `p` holds more values than the bitmaps were made for, or its values fit neither
+    /// `lent` nor the room (a `lent` shorter than the one it was made for).
     pub(crate) fn upload<'a>(
         &mut self,
         (stream, staging): (&'a Stream, &Staging),
         p: &'a PackedAux,
         lent: &DeviceVec<Scalar>,
     ) -> Result<Vec<InFlight<'a>>> {
-        let room = p.values_room();
-        self.lent = room <= lent.len();
-        if !self.lent && room > self.values.len() {
-            stream.synchronize().map_err(super::memory::from_cust)?;
-            self.values = DeviceVec::new(0)?; // the old room goes first
-            self.values = DeviceVec::new(room)?;
-        }
+        let others = p.census().others;
+        self.lent = others <= lent.len();
+        assert!(self.lent || others <= self.values.len(), "{others} values beside a lent {}", lent.len());
         let direct = p.bitmaps_pinned();
         let mut in_flight = vec![
             upload(stream, staging, p.ones(), direct, &self.ones)?,
