@@ -107,12 +107,17 @@ impl Census {
 /// Σ scalarsᵢ·basesᵢ over the first `min(len)` pairs: blst's Pippenger, or split when the
 /// scalars are mostly 0 and 1 (see the module docs).
 pub fn msm<G: CpuMsm>(bases: &[G::Affine], scalars: &[Scalar]) -> G {
+    split_or_whole(bases, scalars).0
+}
+
+/// [`msm`], and whether it was split.
+pub(crate) fn split_or_whole<G: CpuMsm>(bases: &[G::Affine], scalars: &[Scalar]) -> (G, bool) {
     let n = bases.len().min(scalars.len());
     debug_assert_eq!(bases.len(), scalars.len(), "msm over {} bases and {} scalars", bases.len(), scalars.len());
     let (bases, scalars) = (&bases[..n], &scalars[..n]);
     match Census::of(scalars) {
-        census if census.splits() => split_msm::<G>(bases, scalars, census),
-        _ => pippenger::<G>(bases, scalars),
+        census if census.splits() => (split_msm::<G>(bases, scalars, census), true),
+        _ => (pippenger::<G>(bases, scalars), false),
     }
 }
 

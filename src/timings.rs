@@ -68,6 +68,11 @@ partition_timings! {
         /// Bytes of its witness copied to the device (zero on the CPU backend): a/b/c and the
         /// MSMs' scalars, or, witness-only, the input and the packed aux.
         pub h2d_bytes: usize,
+        /// How many of its witness's four MSMs (L, A, and B in G1 and in G2) were split by
+        /// value, the bases of the ones summed and the zeros dropped, as a bit-heavy witness's
+        /// are (each backend decides from the scalars' [`Census`](crate::backend::Census));
+        /// the H MSM's scalars never are.
+        pub msms_split: u32,
     }
     stages {
         /// Checkout of a/b/c plus the circuit's synthesis, on a synthesis thread.

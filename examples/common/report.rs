@@ -106,9 +106,10 @@ pub fn print_batch(proofs: usize, wall: Duration, timings: &[PartitionTimings], 
         mib(timings.iter().map(bytes).sum::<usize>()) / timings.len().max(1) as f64
     };
     println!(
-        "  per partition: its witness held {:.2} MiB of the pool's, {:.2} MiB copied to the device",
+        "  per partition: its witness held {:.2} MiB of the pool's, {:.2} MiB copied to the device; {:.2} of 4 witness MSMs split by value",
         mean(|t| t.witness_bytes),
-        mean(|t| t.h2d_bytes)
+        mean(|t| t.h2d_bytes),
+        timings.iter().map(|t| t.msms_split as f64).sum::<f64>() / timings.len().max(1) as f64
     );
     let device = PartitionTimings::device_busy(timings);
     if !device.is_zero() {

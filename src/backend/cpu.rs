@@ -13,7 +13,7 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::groth16::MsmSums;
 use crate::groth16::ProvingKey;
-use crate::msm::msm;
+use crate::msm::{msm, split_or_whole};
 use crate::r1cs::Z;
 use crate::synth::{Assignment, Witness};
 use crate::timings::PartitionTimings;
@@ -114,18 +114,20 @@ impl Backend for CpuBackend {
         };
         let h = &h[..key.domain_size() - 1];
         // B in G2 alongside the G1 sums, as a GPU backend overlaps it with its G1 MSMs.
+        let g1 = split_or_whole::<G1Projective>;
         let ((h, l), ((a, b_g1), b_g2)) = self.pool.install(|| {
             rayon::join(
-                || rayon::join(|| msm::<G1Projective>(&key.h, h), || msm::<G1Projective>(&key.l, l)),
+                || rayon::join(|| msm::<G1Projective>(&key.h, h), || g1(&key.l, l)),
                 || {
                     rayon::join(
-                        || rayon::join(|| msm::<G1Projective>(&key.a, a), || msm::<G1Projective>(&key.b_g1, b)),
-                        || msm::<G2Projective>(&key.b_g2, b),
+                        || rayon::join(|| g1(&key.a, a), || g1(&key.b_g1, b)),
+                        || split_or_whole::<G2Projective>(&key.b_g2, b),
                     )
                 },
             )
         });
         t.msm += start.elapsed();
-        Ok(MsmSums { h, l, a, b_g1, b_g2 })
+        t.msms_split += [l.1, a.1, b_g1.1, b_g2.1].into_iter().map(u32::from).sum::<u32>();
+        Ok(MsmSums { h, l: l.0, a: a.0, b_g1: b_g1.0, b_g2: b_g2.0 })
     }
 }

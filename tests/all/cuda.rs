@@ -680,8 +680,9 @@ fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() 
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// A witness-only prover on the GPU proves bellperson's proofs bit for bit (fixed r, s), and
-/// answers a circuit whose constraints differ from the recording `ProofInvalid`.
+/// A witness-only prover on the GPU proves bellperson's proofs bit for bit (fixed r, s),
+/// splitting the MSMs of bit-heavy witnesses by value and not a dense one's, and answers a
+/// circuit whose constraints differ from the recording `ProofInvalid`.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
@@ -699,6 +700,13 @@ fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
         for ((c, r, s), proof) in jobs.clone().into_iter().zip(prover.prove_with_randomness(jobs).unwrap()) {
             let theirs = Proof::from(&bp::create_proof::<blstrs::Bls12, _, _>(c, &params, r, s).unwrap());
             assert_eq!(proof.unwrap(), theirs, "{} 2^{lg}", shape.name());
+        }
+        // The bit-heavy witnesses' four MSMs were split by value on the device, the dense one's not.
+        let split: Vec<u32> = prover.take_timings().iter().map(|t| t.msms_split).collect();
+        match shape {
+            Shape::Dense => assert_eq!(split, [0; 3], "{}", shape.name()),
+            Shape::Sha256 | Shape::Sha256Native => assert_eq!(split, [4; 3], "{}", shape.name()),
+            Shape::Sparse => println!("sparse 2^{lg}: witness MSMs split {split:?}"),
         }
         prover.shutdown();
     }

@@ -21,15 +21,22 @@ use crate::circuits::shapes::{Chain, Shape, SHA256_ROUND};
 use crate::circuits::MimcChain;
 use crate::support::{assert_balanced, config};
 
+/// What [`prove_both_ways`] saw: the most pool bytes a witness-only partition held, a full
+/// one's, and the witness MSMs split by value in each partition (the same both ways).
+struct BothWays {
+    witness_only: usize,
+    full: usize,
+    msms_split: Vec<u32>,
+}
+
 /// Proves `jobs` on a full prover and a witness-only one of the same key; checks both
-/// against bellperson's `create_proof` and returns the most pool bytes a witness-only
-/// partition held and a full one's.
+/// against bellperson's `create_proof`, and returns what they held and split.
 fn prove_both_ways<C: Circuit<Scalar> + Clone + Send>(
     name: &str,
     params: &bp::Parameters<Bls12>,
     jobs: Vec<(C, Scalar, Scalar)>,
     shape: C,
-) -> (usize, usize) {
+) -> BothWays {
     let key = ProvingKey::from(params);
     let full = Prover::new(key.clone(), config(2, 1)).unwrap();
     let recorded = Prover::new(key.with_r1cs(R1cs::record(shape).unwrap()).unwrap(), config(2, 1)).unwrap();
@@ -41,13 +48,21 @@ fn prove_both_ways<C: Circuit<Scalar> + Clone + Send>(
         assert_eq!(a.unwrap(), theirs, "{name}: full synthesis differs from bellperson");
         assert_eq!(b.unwrap(), theirs, "{name}: witness-only synthesis differs from bellperson");
     }
-    let held = recorded.take_timings().iter().map(|t| t.witness_bytes).max().unwrap();
-    assert!(full.take_timings().iter().all(|t| t.witness_bytes >= full.partition_bytes()), "{name}");
-    let bytes = (held, full.partition_bytes());
+    let (recorded_timings, full_timings) = (recorded.take_timings(), full.take_timings());
+    let witness_only = recorded_timings.iter().map(|t| t.witness_bytes).max().unwrap();
+    assert!(full_timings.iter().all(|t| t.witness_bytes >= full.partition_bytes()), "{name}");
+    let split = |timings: &[pinprove::PartitionTimings]| {
+        let mut by_job: Vec<(u64, u32)> = timings.iter().map(|t| (t.job, t.msms_split)).collect();
+        by_job.sort_unstable();
+        by_job.into_iter().map(|(_, n)| n).collect::<Vec<_>>()
+    };
+    let msms_split = split(&full_timings);
+    assert_eq!(split(&recorded_timings), msms_split, "{name}: the same scalars split alike");
     assert_balanced(&recorded.pool().stats());
+    let both = BothWays { witness_only, full: full.partition_bytes(), msms_split };
     full.shutdown();
     recorded.shutdown();
-    bytes
+    both
 }
 
 fn randomness(rng: &mut ChaCha20Rng) -> (Scalar, Scalar) {
@@ -65,12 +80,18 @@ fn witness_only_proofs_equal_full_synthesis_and_bellperson_on_the_benchmark_shap
                 (Chain::new(shape, lg_m, x0), r, s)
             })
             .collect();
-        let (witness_only, full) = prove_both_ways(shape.name(), &params, jobs, Chain::new(shape, lg_m, 0));
+        let both = prove_both_ways(shape.name(), &params, jobs, Chain::new(shape, lg_m, 0));
+        let (witness_only, full, name) = (both.witness_only, both.full, shape.name());
         // The aux alone, packed, against a, b, c, the aux and the A and B scalars: a bit-heavy
         // aux is bits, a dense one its values.
         let ratio = if matches!(shape, Shape::Dense | Shape::Sparse) { 4 } else { 100 };
-        let name = shape.name();
         assert!(ratio * witness_only <= full, "{name}: {witness_only} bytes per partition against {full}");
+        // A bit-heavy witness's four MSMs are split, a dense one's none.
+        match shape {
+            Shape::Dense => assert_eq!(both.msms_split, [0, 0], "{name}"),
+            Shape::Sha256 | Shape::Sha256Native => assert_eq!(both.msms_split, [4, 4], "{name}"),
+            Shape::Sparse => {}
+        }
     }
 }
 

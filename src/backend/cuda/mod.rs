@@ -170,14 +170,15 @@ impl CudaBackend {
         let [h, l, a, b_g1] = held.bases.g1();
         let (h, _) = msms.msm::<G1>(&domain.abc[0], h_len, h, &sums.g1, None)?;
         m[0].record(stream).map_err(from_cust)?;
-        let (l, _) = msms.msm::<G1>(&s.aux, l_len, l, &sums.g1, None)?;
+        let (l, _, l_split) = msms.witness_msm::<G1>(&s.aux, l_len, l, &sums.g1, None)?;
         m[1].record(stream).map_err(from_cust)?;
-        let (a, _) = msms.msm::<G1>(&s.a, a_len, a, &sums.g1, None)?;
+        let (a, _, a_split) = msms.witness_msm::<G1>(&s.a, a_len, a, &sums.g1, None)?;
         m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan) = msms.msm::<G1>(&s.b, b_len, b_g1, &sums.g1, None)?;
+        let (b_g1, plan, b_g1_split) = msms.witness_msm::<G1>(&s.b, b_len, b_g1, &sums.g1, None)?;
         m[3].record(stream).map_err(from_cust)?;
-        let (b_g2, _) = msms.msm::<G2>(&s.b, b_len, held.bases.b_g2(), &sums.g2, plan)?;
+        let (b_g2, _, b_g2_split) = msms.witness_msm::<G2>(&s.b, b_len, held.bases.b_g2(), &sums.g2, plan)?;
         m[4].record(stream).map_err(from_cust)?;
+        t.msms_split += [l_split, a_split, b_g1_split, b_g2_split].into_iter().map(u32::from).sum::<u32>();
         ev.add_msms(epoch, t)?;
         Ok(MsmSums { h, l, a, b_g1, b_g2 })
     }

@@ -197,7 +197,8 @@ fn stream_key(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<D
     }
 }
 
-/// MSM scratch for every MSM of `key` with its bases placed so.
+/// MSM scratch for every MSM of `key` with its bases placed so, and, for resident bases, the
+/// split's rooms for the witness's MSMs (L, A and B; `msm/split.rs`).
 fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<()> {
     let shifted = placement == KeyPlacement::Shifted;
     let chunk = match placement {
@@ -208,7 +209,11 @@ fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch
     for n in lengths {
         scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
     }
-    let b = lengths[3]; // the B scalars, for G2 too
+    let [_, l, a, b] = lengths; // the B scalars, for G2 too
     scratch.reserve::<G2>(b, plan_window_bits(b, shifted), shifted)?;
+    if chunk == usize::MAX {
+        scratch.reserve_split::<G1>(l.max(a).max(b))?;
+        scratch.reserve_split::<G2>(b)?;
+    }
     gpu.budget.check(0)
 }

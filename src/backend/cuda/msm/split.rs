@@ -10,7 +10,7 @@ use group::Group as _;
 
 use blstrs::Scalar;
 
-use super::bases::DeviceBases;
+use super::bases::{Bases, DeviceBases};
 use super::plan::{levels, Plan};
 use super::schedule::Msms;
 use super::window::window_bits;
@@ -27,6 +27,28 @@ use crate::error::Result;
 pub(crate) const SPLIT_SHARE: usize = 16;
 
 impl Msms<'_> {
+    /// Σ scalarsᵢ·basesᵢ for i < n of a witness's scalars (the L, A and B MSMs'), which may
+    /// be mostly 0 and 1: [split](Self::split) over resident bases, unless `reuse` brings the
+    /// plan of these scalars (they were not split for the other group); else, or when the
+    /// split declines, as [`msm`](Self::msm). Returns the sum, the plan for the next group
+    /// (`None` when split) and whether it was split.
+    pub(crate) fn witness_msm<G: Group>(
+        &self,
+        scalars: &DeviceVec<Scalar>,
+        n: usize,
+        bases: Bases<'_, G::Affine>,
+        sums: &DeviceVec<G::Projective>,
+        reuse: Option<Plan>,
+    ) -> Result<(G::Projective, Option<Plan>, bool)> {
+        if let (Bases::Resident(resident), None) = (bases, &reuse) {
+            if let Some(sum) = self.split::<G>(scalars, n, resident, sums)? {
+                return Ok((sum, None, true));
+            }
+        }
+        let (sum, plan) = self.msm::<G>(scalars, n, bases, sums, reuse)?;
+        Ok((sum, plan, false))
+    }
+
     /// Σ scalarsᵢ·basesᵢ for i < n, split by value (see the module docs), over bases on the
     /// device; `None` when the others do not fit the split's rooms (or no plan over them
     /// fits the scratch): the caller's plan then sorts every scalar.
