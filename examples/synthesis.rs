@@ -20,7 +20,7 @@ use common::report::peak_rss;
 use common::shapes::{Chain, Shape};
 use group::prime::PrimeCurveAffine;
 use pinprove::backend::{Assignment, Census};
-use pinprove::internal::{partition_bytes, synthesize, synthesize_witness};
+use pinprove::internal::{recording_partition_bytes, synthesize, synthesize_witness};
 use pinprove::VerifyingKey;
 use pinprove::{PinnedPool, PoolConfig, ProvingKey, R1cs};
 use rayon::prelude::*;
@@ -91,12 +91,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         start.elapsed().as_secs_f64(),
         peak_rss() as f64 / 1e9
     );
-    let key = key_of_lengths(&r1cs);
-    let pool = PinnedPool::new(PoolConfig { max_bytes: usize::MAX / 2, ..PoolConfig::default() });
     let runs = |name: &str| only.is_empty() || only == name;
+    let key = runs("full").then(|| key_of_lengths(&r1cs)); // only full synthesis reads it
+    let pool = PinnedPool::new(PoolConfig { max_bytes: usize::MAX / 2, ..PoolConfig::default() });
     let full = runs("full").then(|| {
         mean_per_partition(threads, rounds, |x0| {
-            synthesize(Chain::new(shape, lg_m, x0), &key, &pool).expect("full synthesis");
+            let key = key.as_ref().expect("made for full synthesis");
+            synthesize(Chain::new(shape, lg_m, x0), key, &pool).expect("full synthesis");
         })
     });
     // The pool bytes a witness-only partition held (its packed aux), the most of any, and
@@ -128,7 +129,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let (full, witness, floor) = (full.map(|r| r.0), witness.map(|r| r.0), floor.map(|r| r.0));
     let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
-    let bytes_full = partition_bytes(&key, false)?;
+    let bytes_full = recording_partition_bytes(&r1cs, false)?;
     let (bytes_witness, census) = held.into_inner().expect("no thread panicked holding it");
     println!(
         "synthesis per partition, {threads} thread(s) x {rounds}: full {:.1} ms, witness-only {:.1} ms ({:.2}x)",

@@ -88,7 +88,8 @@ pub use timings::{BatchTimings, MsmSteps, NttSteps, PartitionTimings, Span, Span
 pub mod internal {
     pub use crate::domain::Domain;
     pub use crate::msm::{msm, CpuMsm};
-    pub use crate::synth::{file_partition_bytes, partition_bytes, synthesize, synthesize_witness};
+    pub use crate::synth::{file_partition_bytes, partition_bytes, recording_partition_bytes};
+    pub use crate::synth::{synthesize, synthesize_witness};
 
     /// The CUDA backend's bench hooks and the types they take.
     #[cfg(feature = "cuda")]

@@ -77,6 +77,11 @@ pub(crate) struct KeyShape {
 }
 
 impl KeyShape {
+    /// Its partitions' lengths (the domain, the aux, the A and B queries').
+    pub(crate) fn partition_lengths(&self) -> [usize; 4] {
+        [self.domain_size, self.num_aux, self.a_len, self.b_len]
+    }
+
     /// The shape of a key with this verifying key, query lengths h, l, a and b (b_g1 and
     /// b_g2 alike), and recording.
     pub(crate) fn new(vk: VerifyingKey, [h, l, a, b]: [usize; 4], recording: Option<RecordingShape>) -> Self {

@@ -61,7 +61,7 @@ use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
 use crate::groth16::{prepare_verifying_key, KeyShape, KeySource, Proof, VerifyingKey};
 use crate::pool::PinnedPool;
-use crate::synth::{shape_partition_bytes, witness_buffer_bytes};
+use crate::synth::{lengths_partition_bytes, witness_buffer_bytes};
 use crate::timings::PartitionTimings;
 
 /// Proves circuits of one proving key: synchronous to call, pipelined inside.
@@ -251,8 +251,9 @@ impl Prover {
                 "the {backend} backend does not evaluate recorded constraints: circuits are synthesized in full"
             );
         }
-        let sizes = witness_buffer_bytes(&shape, witness_only)
-            .and_then(|buffers| Ok((shape_partition_bytes(&shape, witness_only)?, buffers)));
+        let lengths = shape.partition_lengths();
+        let sizes = witness_buffer_bytes(lengths, witness_only)
+            .and_then(|buffers| Ok((lengths_partition_bytes(lengths, witness_only)?, buffers)));
         let (partition, buffers) = match sizes {
             Ok(sizes) => sizes,
             Err(e) => return Err(stop_threads(proving_threads, (jobs, stop), e)),

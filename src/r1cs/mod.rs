@@ -339,6 +339,12 @@ impl R1cs {
         RecordingShape { inputs: self.inputs, aux: self.aux, constraints: self.constraints }
     }
 
+    /// The lengths of its circuit's partitions, as its key's
+    /// ([`KeyShape::partition_lengths`]).
+    pub(crate) fn partition_lengths(&self) -> [usize; 4] {
+        [self.shape().domain(), self.aux, self.a_query_len(), self.b_query_len()]
+    }
+
     /// Aux (private) variables.
     pub fn num_aux(&self) -> usize {
         self.aux

@@ -37,6 +37,7 @@ use crate::error::{Error, Result};
 use crate::groth16::{KeyFile, KeyShape, ProvingKey};
 use crate::pool::PinnedPool;
 use crate::pool::{PinnedAbcBuffers, PinnedVec};
+use crate::r1cs::R1cs;
 
 /// Which variables of one kind a query uses (bellperson's `DensityTracker`).
 #[derive(Debug, Clone, Default)]
@@ -199,7 +200,10 @@ impl Witness {
     }
 }
 
-/// Bytes of the pool buffers one partition of `key` holds: `witness_only`, its packed aux's
+/// A partition's lengths: the domain, the aux, the A and B queries' (the MSM scalars').
+pub(crate) type PartitionLengths = [usize; 4];
+
+/// Bytes of the pool buffers one partition of these `lengths` holds: `witness_only`, its packed aux's
 /// bitmaps and ranks and one chunk of values (a 64th of the aux, 64 to 65,536 values; a
 /// partition takes as many chunks as its values neither 0 nor 1 fill, none for an aux of
 /// bits); else a, b, c (m scalars each), the aux, and the A and B scalars. Prewarming and
@@ -207,16 +211,16 @@ impl Witness {
 ///
 /// # Errors
 /// [`Error::Config`] when the sizes overflow `usize` (no host could hold them).
-pub(crate) fn witness_buffer_bytes(key: &KeyShape, witness_only: bool) -> Result<Vec<usize>> {
-    let m = key.domain_size();
+pub(crate) fn witness_buffer_bytes(lengths: PartitionLengths, witness_only: bool) -> Result<Vec<usize>> {
+    let [m, aux, a_len, b_len] = lengths;
     let overflow = || Error::Config("a partition's buffers overflow usize".into());
     let scalars = |n: usize| n.checked_mul(std::mem::size_of::<Scalar>()).ok_or_else(overflow);
     match witness_only {
         true => {
-            let chunk = scalars(packed::chunk_len(key.num_aux()))?;
-            Ok(packed::bitmap_bytes(key.num_aux()).into_iter().chain([chunk]).collect())
+            let chunk = scalars(packed::chunk_len(aux))?;
+            Ok(packed::bitmap_bytes(aux).into_iter().chain([chunk]).collect())
         }
-        false => [m, m, m, key.num_aux(), key.a_len(), key.b_len()].into_iter().map(scalars).collect(),
+        false => [m, m, m, aux, a_len, b_len].into_iter().map(scalars).collect(),
     }
 }
 
@@ -229,7 +233,7 @@ pub(crate) fn witness_buffer_bytes(key: &KeyShape, witness_only: bool) -> Result
 /// # Errors
 /// [`Error::Config`] when the sizes overflow `usize`.
 pub fn partition_bytes(key: &ProvingKey, witness_only: bool) -> Result<usize> {
-    shape_partition_bytes(&key.shape(), witness_only)
+    lengths_partition_bytes(key.shape().partition_lengths(), witness_only)
 }
 
 /// [`partition_bytes`] of the key in `file`.
@@ -237,12 +241,21 @@ pub fn partition_bytes(key: &ProvingKey, witness_only: bool) -> Result<usize> {
 /// # Errors
 /// As [`partition_bytes`].
 pub fn file_partition_bytes(file: &KeyFile, witness_only: bool) -> Result<usize> {
-    shape_partition_bytes(&file.shape(), witness_only)
+    lengths_partition_bytes(file.shape().partition_lengths(), witness_only)
 }
 
-/// [`partition_bytes`] of a prover's key shape.
-pub(crate) fn shape_partition_bytes(key: &KeyShape, witness_only: bool) -> Result<usize> {
-    witness_buffer_bytes(key, witness_only)?
+/// [`partition_bytes`] of a key for `r1cs`'s circuit, without the key (whose points a
+/// 2^27 circuit's would take 40 GB of).
+///
+/// # Errors
+/// As [`partition_bytes`].
+pub fn recording_partition_bytes(r1cs: &R1cs, witness_only: bool) -> Result<usize> {
+    lengths_partition_bytes(r1cs.partition_lengths(), witness_only)
+}
+
+/// [`partition_bytes`] of a partition of these lengths.
+pub(crate) fn lengths_partition_bytes(lengths: PartitionLengths, witness_only: bool) -> Result<usize> {
+    witness_buffer_bytes(lengths, witness_only)?
         .iter()
         .try_fold(0usize, |sum, b| sum.checked_add((*b).max(1)))
         .ok_or_else(|| Error::Config("a partition's buffers overflow usize".into()))
@@ -263,9 +276,10 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C, key: &ProvingKey, pool: &Pinne
 /// [`synthesize`] against a prover's key shape.
 pub(crate) fn synthesize_into<C: Circuit<Scalar>>(circuit: C, key: &KeyShape, pool: &PinnedPool) -> Result<Witness> {
     let m = key.domain_size();
-    let [a, b, c, aux, a_scalars, b_scalars] = <[usize; 6]>::try_from(witness_buffer_bytes(key, false)?)
-        .map(|bytes| pool.checkout_many(bytes))
-        .expect("six buffers when synthesis evaluates")?;
+    let [a, b, c, aux, a_scalars, b_scalars] =
+        <[usize; 6]>::try_from(witness_buffer_bytes(key.partition_lengths(), false)?)
+            .map(|bytes| pool.checkout_many(bytes))
+            .expect("six buffers when synthesis evaluates")?;
     let pool = |b| Values::Pool(PinnedVec::new(b));
     let mut cs = WitnessCs { abc: [pool(a), pool(b), pool(c)], aux: pool(aux), m, ..WitnessCs::new() };
     cs.input.reserve(key.num_inputs());
