@@ -16,7 +16,7 @@ use bellpepper::util_cs::witness_cs::WitnessCS;
 use bellpepper_core::{Circuit, ConstraintSystem};
 use blstrs::{G1Affine, G2Affine, Scalar};
 use common::flags::Flags;
-use common::report::peak_rss;
+use common::recording::recorded;
 use common::shapes::{Chain, Shape};
 use group::prime::PrimeCurveAffine;
 use pinprove::backend::{Assignment, Census};
@@ -28,12 +28,13 @@ use rayon::prelude::*;
 /// What `--help` prints.
 const USAGE: &str =
     "cargo run --release --example synthesis -- [--shape sha256] [--lg-m 20] [--threads 1] [--rounds 2] \\
-    [--only full|witness|floor]
+    [--only full|witness|floor] [--r1cs FILE]
 Each of `--threads` threads synthesizes `--rounds` partitions one after the other, in full and then
 witness-only, then through bellpepper's WitnessCS (or only the one `--only` names: one process
 a measurement, for a profiler or to compare on a fresh process); prints each run's partitions per
 second (the rate the host alone sustains: no prover goes faster), the mean time per partition and
-the host bytes per partition holds.";
+the host bytes per partition holds. `--r1cs FILE`: the recording is read from FILE, or made and
+written there (for the next run, or for vs_peer's `--r1cs`).";
 
 /// A key of `r1cs`'s lengths whose points are all the identity: synthesis reads only lengths.
 fn key_of_lengths(r1cs: &R1cs) -> ProvingKey {
@@ -73,24 +74,13 @@ fn mean_per_partition(threads: usize, rounds: usize, synthesize_one: impl Fn(u64
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let flags = Flags::parse(USAGE, &["--shape", "--lg-m", "--threads", "--rounds", "--only"])?;
+    let flags = Flags::parse(USAGE, &["--shape", "--lg-m", "--threads", "--rounds", "--only", "--r1cs"])?;
     let only: String = flags.get("--only", String::new())?;
     let shape = Shape::parse(&flags.get("--shape", "sha256".to_owned())?)?;
     let lg_m: u32 = flags.get("--lg-m", 20)?;
     let (threads, rounds): (usize, usize) = (flags.get("--threads", 1)?, flags.get("--rounds", 2)?);
-    let start = Instant::now();
-    let r1cs = R1cs::record(Chain::new(shape, lg_m, 0))?;
-    println!(
-        "{} 2^{lg_m}: recorded {} constraints, {} aux, {:?} entries (A, B, C), {:.3} GB, in {:.2} s \
-         (the process's peak resident memory so far {:.3} GB)",
-        shape.name(),
-        r1cs.num_constraints(),
-        r1cs.num_aux(),
-        r1cs.entries(),
-        r1cs.bytes() as f64 / 1e9,
-        start.elapsed().as_secs_f64(),
-        peak_rss() as f64 / 1e9
-    );
+    print!("{} 2^{lg_m}: ", shape.name());
+    let r1cs = recorded(Chain::new(shape, lg_m, 0), &flags.get("--r1cs", String::new())?)?;
     let runs = |name: &str| only.is_empty() || only == name;
     let key = runs("full").then(|| key_of_lengths(&r1cs)); // only full synthesis reads it
     let pool = PinnedPool::new(PoolConfig { max_bytes: usize::MAX / 2, ..PoolConfig::default() });

@@ -11,6 +11,7 @@ use std::io::BufReader;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::flags::Flags;
+use common::recording::recorded;
 use common::report::{ms, peak_rss, print_batch};
 use common::shapes::{Chain, Shape};
 use pinprove::backend::cuda::{CudaDevice, DeviceReport};
@@ -160,31 +161,6 @@ fn load_key(
         let partition = partition_bytes(&key, witness_only)?;
         Ok((key.into(), partition, how, load))
     }
-}
-
-/// The constraints of `circuit`: read from the file at `path`, or recorded (and written
-/// there, unless `path` is empty); with what it took.
-fn recorded(circuit: Chain, path: &str) -> Result<pinprove::R1cs, Box<dyn std::error::Error>> {
-    let start = Instant::now();
-    let (r1cs, how) = match File::open(path) {
-        Ok(file) => (pinprove::R1cs::read(BufReader::with_capacity(1 << 24, file))?, "read from its file"),
-        Err(_) => {
-            let r1cs = pinprove::R1cs::record(circuit)?;
-            if !path.is_empty() {
-                r1cs.write(std::io::BufWriter::with_capacity(1 << 24, File::create(path)?))?;
-            }
-            (r1cs, if path.is_empty() { "recorded" } else { "recorded and written" })
-        }
-    };
-    println!(
-        "constraints {how} in {:.2} s: {} constraints, {:?} entries (A, B, C), {:.2} GB; host peak resident so far {:.2} GB",
-        start.elapsed().as_secs_f64(),
-        r1cs.num_constraints(),
-        r1cs.entries(),
-        r1cs.bytes() as f64 / 1e9,
-        peak_rss() as f64 / 1e9
-    );
-    Ok(r1cs)
 }
 
 /// The prover as it was set up: where the key and the recording went, what the host and the

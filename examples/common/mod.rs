@@ -6,6 +6,7 @@
 pub mod flags;
 pub mod pacing;
 pub mod plots;
+pub mod recording;
 pub mod report;
 
 #[path = "../../tests/fixtures/mod.rs"]
