@@ -710,6 +710,18 @@ fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
         }
         prover.shutdown();
     }
+    // More aux than the domain has points: their values take a room of their own, not C's buffer.
+    let wide = |x0: u64| crate::circuits::WideSums { x0: Scalar::from(x0), rounds: 60, width: 7 };
+    let params = bp::generate_random_parameters::<blstrs::Bls12, _, _>(wide(3), &mut rng).unwrap();
+    let wide_key = pinprove::ProvingKey::from(&params).with_r1cs(R1cs::record(wide(3)).unwrap()).unwrap();
+    assert!(wide_key.num_aux() > 4 * wide_key.domain_size(), "{} aux", wide_key.num_aux());
+    let prover = cuda_prover(wide_key, Config { synthesis_threads: 2, ..Config::default() });
+    let jobs: Vec<_> = (5..8).map(|x0| (wide(x0), Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    for ((c, r, s), proof) in jobs.clone().into_iter().zip(prover.prove_with_randomness(jobs).unwrap()) {
+        let theirs = Proof::from(&bp::create_proof::<blstrs::Bls12, _, _>(c, &params, r, s).unwrap());
+        assert_eq!(proof.unwrap(), theirs, "more aux than the domain");
+    }
+    prover.shutdown();
     let chain = crate::support::chain(10, 3);
     let recorded = key(10).with_r1cs(pinprove::R1cs::record(chain.clone()).unwrap()).unwrap();
     let prover = cuda_prover(recorded, Config { synthesis_threads: 2, ..Config::default() });

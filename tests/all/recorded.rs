@@ -18,7 +18,7 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::circuits::parts::Sectors;
 use crate::circuits::shapes::{Chain, Shape, SHA256_ROUND};
-use crate::circuits::MimcChain;
+use crate::circuits::{MimcChain, WideSums};
 use crate::support::{assert_balanced, config};
 
 /// What [`prove_both_ways`] saw: the most pool bytes a witness-only partition held, a full
@@ -93,6 +93,20 @@ fn witness_only_proofs_equal_full_synthesis_and_bellperson_on_the_benchmark_shap
             Shape::Sparse => {}
         }
     }
+}
+
+#[test]
+fn witness_only_proofs_equal_bellperson_with_more_aux_than_the_domain() {
+    // A device lends the aux' values the C product's buffer, a domain long; these take a
+    // room of their own there.
+    let mut rng = ChaCha20Rng::seed_from_u64(27);
+    let wide = |x0: u64| WideSums { x0: Scalar::from(x0), rounds: 60, width: 7 };
+    let r1cs = R1cs::record(wide(3)).unwrap();
+    let domain = (r1cs.num_constraints() + r1cs.num_inputs()).next_power_of_two();
+    assert!(r1cs.num_aux() > 4 * domain, "{} aux, domain {domain}", r1cs.num_aux());
+    let params = bp::generate_random_parameters::<Bls12, _, _>(wide(3), &mut rng).unwrap();
+    let jobs = (5..7).map(|x0| (wide(x0), randomness(&mut rng))).map(|(c, (r, s))| (c, r, s)).collect();
+    prove_both_ways("more aux than the domain", &params, jobs, wide(3));
 }
 
 #[test]
