@@ -25,7 +25,9 @@ use rayon::prelude::*;
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] \\
     [--max-lg-ntt 26] [--max-lg-msm 24] [--msm-windows 19,20] [--msm-bases both] [--pacing-jobs 0]
-`--proofs 0` stops after the bandwidth, NTT and MSM sections; `--pacing-jobs 0` skips the
+`--proofs 0` stops after the bandwidth, NTT and MSM sections; `--split-others 17,40,62` times
+the bit-heavy MSMs with that many others per thousand scalars (47.3 % ones, the rest zeros;
+default 17, as Filecoin's PoRep witness); `--pacing-jobs 0` skips the
 pacing study; `--msm-windows` times the MSMs at each of these window widths (2..=21 over plain
 bases, 2..=24 over shifted ones) instead of the pipeline's choice; `--msm-bases` times them
 over `plain` bases, `shifted` ones or `both`.";
@@ -37,19 +39,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let flags = Flags::parse(
         USAGE,
-        &["--lg-m", "--proofs", "--max-lg-ntt", "--max-lg-msm", "--msm-windows", "--msm-bases", "--pacing-jobs"],
+        &[
+            "--lg-m",
+            "--proofs",
+            "--max-lg-ntt",
+            "--max-lg-msm",
+            "--msm-windows",
+            "--msm-bases",
+            "--split-others",
+            "--pacing-jobs",
+        ],
     )?;
     let (lg_m, proofs) = (flags.get("--lg-m", 16u32)?, flags.get("--proofs", 32usize)?);
     let (max_lg_ntt, max_lg_msm) = (flags.get("--max-lg-ntt", 26u32)?, flags.get("--max-lg-msm", 24u32)?);
     let pacing_jobs = flags.get("--pacing-jobs", 0u64)?;
-    let windows: Vec<u32> = match flags.get("--msm-windows", String::new())?.as_str() {
-        "" => Vec::new(),
-        list => list
-            .split(',')
-            .map(|c| c.trim().parse())
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("--msm-windows: {e}"))?,
+    let list = |flag: &str, default: &str| -> Result<Vec<u32>, String> {
+        match flags.get(flag, default.to_owned())?.as_str() {
+            "" => Ok(Vec::new()),
+            list => {
+                list.split(',').map(|c| c.trim().parse()).collect::<Result<_, _>>().map_err(|e| format!("{flag}: {e}"))
+            }
+        }
     };
+    let (windows, split_others) = (list("--msm-windows", "")?, list("--split-others", "17")?);
     let bases = flags.get("--msm-bases", String::from("both"))?;
     let layouts = match bases.as_str() {
         "plain" => &[false][..],
@@ -64,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     h2d(&device, &mut gpu)?;
     ntt(&mut gpu, max_lg_ntt)?;
     msm(&mut gpu, max_lg_msm, &windows, layouts)?;
-    split(&mut gpu, max_lg_msm)?;
+    split(&mut gpu, max_lg_msm, &split_others)?;
     drop(gpu);
     if proofs == 0 {
         return Ok(());
@@ -143,30 +155,36 @@ fn msm(gpu: &mut Bench, max_lg: u32, windows: &[u32], layouts: &[bool]) -> Resul
     Ok(())
 }
 
-/// MSMs of bit-heavy scalars (as Filecoin's PoRep witness: 51 % zeros, 47.3 % ones, 1.7 %
-/// others) over shifted bases, the pipeline's placement, in G1 and G2: the plan over every
-/// scalar against the split by value (`msm/split.rs`), median of 3 after a warm-up each,
-/// and whether the two agree.
-fn split(gpu: &mut Bench, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
-    println!("\nMSM of bit-heavy scalars (median of 3, shifted bases)   plan ms   split ms   equal");
+/// MSMs of bit-heavy scalars, with `others` per thousand neither 0 nor 1 (Filecoin's PoRep
+/// witness: 17), 47.3 % ones and the rest zeros, over shifted bases, the pipeline's placement,
+/// in G1 and G2: the plan over every scalar against the split by value (`msm/split.rs`),
+/// median of 3 after a warm-up each, and whether the two agree.
+fn split(gpu: &mut Bench, max_lg: u32, others: &[u32]) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\nMSM of bit-heavy scalars (median of 3, shifted bases)   others   plan ms   split ms   equal");
     let n = 1usize << max_lg;
-    let scalars: Vec<Scalar> = (0..n as u64)
-        .map(|i| match i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 1000 {
-            0..=16 => Scalar::from(i + 2),
-            17..=489 => Scalar::ONE,
-            _ => Scalar::ZERO,
-        })
-        .collect();
     let (g1, g2) = (g1_points(n, 11), g2_points(n, 12));
     for lg in (20..=max_lg).step_by(2) {
-        let s = &scalars[..1 << lg];
         let b1 = gpu.upload_g1_bases(&g1[..1 << lg], BasesLayout::Shifted { window: None })?;
-        split_row(gpu, ("G1", lg), &b1, s, Bench::msm_g1, Bench::split_msm_g1)?;
-        drop(b1);
         let b2 = gpu.upload_g2_bases(&g2[..1 << lg], BasesLayout::Shifted { window: None })?;
-        split_row(gpu, ("G2", lg), &b2, s, Bench::msm_g2, Bench::split_msm_g2)?;
+        for &o in others {
+            let s = bit_heavy(1 << lg, u64::from(o));
+            split_row(gpu, ("G1", lg, o), &b1, &s, Bench::msm_g1, Bench::split_msm_g1)?;
+            split_row(gpu, ("G2", lg, o), &b2, &s, Bench::msm_g2, Bench::split_msm_g2)?;
+        }
     }
     Ok(())
+}
+
+/// `n` scalars, `others` per thousand neither 0 nor 1, 473 per thousand ones, the rest zeros,
+/// spread by a multiplicative hash of the index.
+fn bit_heavy(n: usize, others: u64) -> Vec<Scalar> {
+    (0..n as u64)
+        .map(|i| match i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 1000 {
+            k if k < others => Scalar::from(i + 2),
+            k if k < others + 473 => Scalar::ONE,
+            _ => Scalar::ZERO,
+        })
+        .collect()
 }
 
 /// A group's split MSM.
@@ -175,7 +193,7 @@ type SplitMsm<B, S> = fn(&mut Bench, &B, &[Scalar]) -> pinprove::Result<(Option<
 /// One row of [`split`]: the plan's and the split's median device times over `bases`.
 fn split_row<B, S: PartialEq>(
     gpu: &mut Bench,
-    (group, lg): (&str, u32),
+    (group, lg, others): (&str, u32, u32),
     bases: &B,
     s: &[Scalar],
     msm: DeviceMsm<B, S>,
@@ -190,7 +208,8 @@ fn split_row<B, S: PartialEq>(
     let taken = median((0..3).map(|_| split(gpu, bases, s).map(|r| r.1.msm)).collect::<Result<_, _>>()?);
     let equal = parts.map_or("split refused".to_owned(), |p| (p == all).to_string());
     println!(
-        "  {group} 2^{lg:<2}                                          {:>9.2} {:>10.2}   {equal}",
+        "  {group} 2^{lg:<2}                                {:>5.1} % {:>9.2} {:>10.2}   {equal}",
+        f64::from(others) / 10.0,
         report::ms(plan),
         report::ms(taken)
     );

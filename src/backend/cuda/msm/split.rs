@@ -19,11 +19,11 @@ use crate::backend::cuda::ffi::DeviceVec;
 use crate::error::Result;
 
 /// The split's rooms hold the others of this share of an MSM's points at most, and at least
-/// one (1/16: their
-/// scalars, indices and G1 bases take 8.25 bytes per point of the MSM). Filecoin's PoRep
-/// witness has 1.7 % of others, the sha256 shape's under 0.1 %; with more, the plan over
-/// every scalar sorts few more entries than the split would. Refit with `gpu_report` once
-/// the device has measured both sides of it.
+/// one (1/16: their scalars, indices and G1 bases take 8.25 bytes per point of the MSM).
+/// Rule: rooms small beside the key that hold every bit-heavy witness measured: Filecoin's
+/// PoRep witness has 1.7 % of others (there the split takes a quarter of the plan's time at
+/// 2^24), the sha256 shape's under 0.1 %. Where between 1.7 % and 6.25 % the split stops
+/// paying is not measured: refit with `gpu_report`'s split rows at mixes of more others.
 pub(crate) const SPLIT_SHARE: usize = 16;
 
 impl Msms<'_> {
