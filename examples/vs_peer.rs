@@ -14,7 +14,7 @@ use common::flags::Flags;
 use common::recording::recorded;
 use common::report::{ms, peak_rss, print_batch};
 use common::shapes::{Chain, Shape};
-use pinprove::backend::cuda::{CudaDevice, DeviceReport};
+use pinprove::backend::cuda::{CudaDevice, DeviceReport, KeyPlacement};
 use pinprove::internal::{file_partition_bytes, partition_bytes};
 use pinprove::Check;
 use pinprove::{Config, KeyFile, KeySource, PartitionTimings, PoolConfig, Prover, ProvingKey, R1csFile, Scalar};
@@ -190,6 +190,18 @@ fn print_setup(prover: &Prover, report: &DeviceReport, what: String, loaded: Str
         report.memory_used as f64 / 1e9,
         report.memory_total as f64 / 1e9,
         peak_rss() as f64 / 1e9,
+    );
+    let (bases, streamed) = match report.key_placement {
+        KeyPlacement::Shifted => (report.shifted_bytes, ""),
+        KeyPlacement::Resident => (report.key_bytes, ""),
+        KeyPlacement::Streamed { .. } => (0, ", the streamed bases' chunks"),
+    };
+    println!(
+        "  the backend's device memory: bases {:.2} GB, recording {:.2} GB, the rest {:.2} GB (a partition's \
+         domain and scalars, the MSMs' scratch and the split's rooms, the staging{streamed})",
+        bases as f64 / 1e9,
+        report.r1cs_bytes as f64 / 1e9,
+        report.backend_bytes.saturating_sub(bases + report.r1cs_bytes) as f64 / 1e9,
     );
 }
 
