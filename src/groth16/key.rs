@@ -7,6 +7,7 @@ use group::prime::PrimeCurveAffine;
 
 use crate::error::{Error, Result};
 use crate::r1cs::{R1cs, RecordingShape};
+use crate::synth::PartitionLengths;
 
 /// Bytes of [`Proof::to_bytes`]: compressed A (48), B (96) and C (48).
 pub const PROOF_BYTES: usize = 192;
@@ -78,7 +79,7 @@ pub(crate) struct KeyShape {
 
 impl KeyShape {
     /// Its partitions' lengths (the domain, the aux, the A and B queries').
-    pub(crate) fn partition_lengths(&self) -> [usize; 4] {
+    pub(crate) fn partition_lengths(&self) -> PartitionLengths {
         [self.domain_size, self.num_aux, self.a_len, self.b_len]
     }
 

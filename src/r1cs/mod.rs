@@ -32,6 +32,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::groth16::{KeyShape, ProvingKey};
+use crate::synth::PartitionLengths;
 
 /// Index of the coefficient 1 in every table.
 pub(crate) const ONE: u32 = 0;
@@ -341,7 +342,7 @@ impl R1cs {
 
     /// The lengths of its circuit's partitions, as its key's
     /// ([`KeyShape::partition_lengths`]).
-    pub(crate) fn partition_lengths(&self) -> [usize; 4] {
+    pub(crate) fn partition_lengths(&self) -> PartitionLengths {
         [self.shape().domain(), self.aux, self.a_query_len(), self.b_query_len()]
     }
 

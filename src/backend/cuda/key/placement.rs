@@ -201,9 +201,9 @@ fn stream_key(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<D
 /// split's rooms for the witness's MSMs (L, A and B; `msm/split.rs`).
 fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<()> {
     let shifted = placement == KeyPlacement::Shifted;
-    let chunk = match placement {
-        KeyPlacement::Streamed { chunk } => chunk,
-        _ => usize::MAX,
+    let (chunk, resident) = match placement {
+        KeyPlacement::Streamed { chunk } => (chunk, false),
+        _ => (usize::MAX, true),
     };
     let lengths = g1_msm_lengths(&key.shape()).map(|len| len.min(chunk));
     for n in lengths {
@@ -211,7 +211,7 @@ fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch
     }
     let [_, l, a, b] = lengths; // the B scalars, for G2 too
     scratch.reserve::<G2>(b, plan_window_bits(b, shifted), shifted)?;
-    if chunk == usize::MAX {
+    if resident {
         scratch.reserve_split::<G1>(l.max(a).max(b))?;
         scratch.reserve_split::<G2>(b)?;
     }
