@@ -1,7 +1,7 @@
-//! Criterion benches: pool checkout (reuse against fresh allocation), the NTT from 2^16 to 2^20,
-//! the CPU MSM against blst's own call at 2^12…2^20 in G1 and G2, synthesis of the benchmark
-//! chains into pool buffers (full and witness-only), and the whole pipeline on a small batch. CI runs each once
-//! (`-- --test`) to keep them alive.
+//! Criterion benches: pool checkout (reuse against fresh allocation), the NTT and the h stage
+//! from 2^16 to 2^20, the CPU MSM against blst's own call at 2^12…2^20 in G1 and G2, synthesis
+//! of the benchmark chains into pool buffers (full and witness-only), and the whole pipeline on
+//! a small batch. CI runs each once (`-- --test`) to keep them alive.
 
 #[path = "../tests/fixtures/mod.rs"]
 mod common;
@@ -44,6 +44,11 @@ fn ntt(c: &mut Criterion) {
         group.throughput(Throughput::Elements(1 << lg));
         group.bench_with_input(BenchmarkId::new("forward", format!("2^{lg}")), &input, |b, input| {
             b.iter_batched_ref(|| input.clone(), |v| domain.ntt(v), BatchSize::LargeInput)
+        });
+        // The whole h stage of a partition: a, b, c to the coefficients of h.
+        let abc = [input.clone(), input.iter().rev().copied().collect(), input.iter().map(|x| x.square()).collect()];
+        group.bench_with_input(BenchmarkId::new("h", format!("2^{lg}")), &abc, |b, abc| {
+            b.iter_batched_ref(|| abc.clone(), |[a, b, c]| domain.compute_h(a, b, c), BatchSize::LargeInput)
         });
     }
     group.finish();

@@ -163,20 +163,22 @@ impl Domain {
     }
 
     /// The h stage of Groth16: from the evaluations a, b, c of one partition (each of length m)
-    /// to the coefficients of h = (a·b − c)/Z, left in `a`; its top coefficient is always zero,
+    /// to the coefficients of h = (A·B − C)/Z, left in `a`; its top coefficient is always zero,
     /// so callers keep `a[..m-1]`. `b` and `c` are used as scratch.
+    ///
+    /// Six transforms, not the seven of the textbook route (every vector to the coset gH, the
+    /// quotient there, back): C needs no trip to the coset, since the coset iNTT is linear and
+    /// gives C back from C's coset evaluations. So h = (P − C)/Z, P the coset iNTT of A·B on
+    /// gH, C the iNTT of c; the field is exact, so h equals the textbook's bit for bit.
     ///
     /// # Panics
     /// If a slice's length is not the domain size.
     pub fn compute_h(&self, a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
-        rayon::join(|| self.to_coset(a), || rayon::join(|| self.to_coset(b), || self.to_coset(c)));
-        let z_inv = self.roots.z_inv_on_coset;
-        a.par_iter_mut()
-            .zip(b.par_iter())
-            .zip(c.par_iter())
-            .with_min_len(PAR_BLOCK)
-            .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
+        rayon::join(|| self.to_coset(a), || rayon::join(|| self.to_coset(b), || self.intt(c)));
+        a.par_iter_mut().zip(b.par_iter()).with_min_len(PAR_BLOCK).for_each(|(a, b)| *a *= b);
         self.icoset_ntt(a);
+        let z_inv = self.roots.z_inv_on_coset;
+        a.par_iter_mut().zip(c.par_iter()).with_min_len(PAR_BLOCK).for_each(|(a, c)| *a = (*a - c) * z_inv);
     }
 
     /// Evaluations on H to evaluations on the coset gH.
