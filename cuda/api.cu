@@ -30,16 +30,12 @@ g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c
 
 extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 g16_ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k, uint32_t lg_c, const fr_t* tw,
-                      const fr_t* pw_lo, const fr_t* pw_hi)
-{   ntt_dif_last_pass(d_x, d_out, lg_n, k, lg_c, tw, pw_lo, pw_hi);   }
+                      const fr_t* pw_lo, const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
+{   ntt_dif_last_pass(d_x, d_out, lg_n, k, lg_c, tw, pw_lo, pw_hi, times, minus);   }
 
-extern "C" __global__ void g16_scale_by_powers(fr_t* d_x, uint32_t lg_n, const fr_t* pw_lo,
-                                               const fr_t* pw_hi)
-{   scale_by_powers(d_x, lg_n, pw_lo, pw_hi);   }
-
-extern "C" __global__ void g16_quotient(fr_t* d_a, const fr_t* d_b, const fr_t* d_c, uint32_t lg_n,
-                                        fr_t z_inv)
-{   quotient(d_a, d_b, d_c, lg_n, z_inv);   }
+extern "C" __global__ void g16_ntt_epilogue(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, const fr_t* pw_lo,
+                                            const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
+{   ntt_epilogue(d_x, d_out, lg_n, pw_lo, pw_hi, times, minus);   }
 
 extern "C" __global__ void g16_powers(fr_t* out, uint32_t n, fr_t base, fr_t c)
 {   powers(out, n, base, c);   }

@@ -109,27 +109,32 @@ fn h2d(device: &CudaDevice, gpu: &mut Bench) -> Result<(), Box<dyn std::error::E
 }
 
 /// Forward NTT device time per size (median of 3 after a warm-up) against the bound of one
-/// read and one write of the vector at device bandwidth, and the coset iNTT beside it (the
-/// h stage's last step: the transform and its scaling by g⁻ⁱ/m).
+/// read and one write of the vector at device bandwidth, the coset iNTT beside it (the
+/// transform and its scaling by g⁻ⁱ/m), and the whole h stage of a partition (a, b, c to h).
 fn ntt(gpu: &mut Bench, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
-    println!("\nNTT on the device (median of 3)   forward ms   bound ms   time/bound   coset iNTT ms");
+    println!("\nNTT on the device (median of 3)   forward ms   bound ms   time/bound   coset iNTT ms   h stage ms");
     for lg in (16..=max_lg).step_by(2) {
         let n = 1usize << lg;
         let mut v: Vec<Scalar> = (0..n).into_par_iter().map(|i| Scalar::from(i as u64 + 1).square()).collect();
-        let mut median = |t: Transform| -> Result<f64, pinprove::Error> {
-            gpu.transform(&mut v, t)?; // warm-up: tables and buffers of this size
-            let mut times: Vec<Duration> = (0..3).map(|_| gpu.transform(&mut v, t)).collect::<Result<_, _>>()?;
+        let median = |run: &mut dyn FnMut() -> Result<Duration, pinprove::Error>| -> Result<f64, pinprove::Error> {
+            run()?; // warm-up: tables and buffers of this size
+            let mut times: Vec<Duration> = (0..3).map(|_| run()).collect::<Result<_, _>>()?;
             times.sort();
             Ok(times[1].as_secs_f64())
         };
-        let (forward, coset_intt) = (median(Transform::Ntt)?, median(Transform::CosetIntt)?);
+        let forward = median(&mut || gpu.transform(&mut v, Transform::Ntt))?;
+        let coset_intt = median(&mut || gpu.transform(&mut v, Transform::CosetIntt))?;
+        let [mut a, mut b, mut c] =
+            [v.clone(), v.iter().rev().copied().collect(), v.iter().map(|x| x.square()).collect()];
+        let h = median(&mut || gpu.h_stage([&mut a, &mut b, &mut c]))?;
         let bound = (2 * 32 * n) as f64 / DEVICE_BYTES_PER_S;
         println!(
-            "  2^{lg:<2}                          {:>10.3} {:>10.3} {:>12.1} {:>15.3}",
+            "  2^{lg:<2}                          {:>10.3} {:>10.3} {:>12.1} {:>15.3} {:>12.3}",
             forward * 1e3,
             bound * 1e3,
             forward / bound,
-            coset_intt * 1e3
+            coset_intt * 1e3,
+            h * 1e3
         );
     }
     Ok(())

@@ -124,20 +124,18 @@ partition_timings! {
 /// The steps of the h stage on a device.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NttSteps {
-    /// iNTT of a, b, c and their shift to the coset gH (×gⁱ/m).
+    /// iNTT of a, b, c: a's and b's coefficients shifted to the coset gH, c's over Z.
     pub intt: Duration,
-    /// NTT of a, b, c on the coset.
+    /// NTT of a and b on the coset, and their product.
     pub coset_ntt: Duration,
-    /// a·b − c, times 1/Z.
-    pub quotient: Duration,
-    /// iNTT back to coefficients and the shift back (×g⁻ⁱ/m).
+    /// The product's iNTT back to coefficients, the shift back, over Z, less c's: h.
     pub coset_intt: Duration,
 }
 
 impl NttSteps {
     /// The sum of the steps.
     pub fn total(&self) -> Duration {
-        self.intt + self.coset_ntt + self.quotient + self.coset_intt
+        self.intt + self.coset_ntt + self.coset_intt
     }
 }
 
@@ -182,7 +180,6 @@ impl std::ops::Add for NttSteps {
         NttSteps {
             intt: self.intt + o.intt,
             coset_ntt: self.coset_ntt + o.coset_ntt,
-            quotient: self.quotient + o.quotient,
             coset_intt: self.coset_intt + o.coset_intt,
         }
     }
@@ -343,7 +340,6 @@ impl PartitionTimings {
                 (SpanKind::Constraints, "constraints", t.constraints),
                 (SpanKind::Ntt, "iNTT+shift", n.intt),
                 (SpanKind::Ntt, "coset NTT", n.coset_ntt),
-                (SpanKind::Ntt, "quotient", n.quotient),
                 (SpanKind::Ntt, "coset iNTT", n.coset_intt),
                 (SpanKind::MsmG1, "MSM h", m.h),
                 (SpanKind::MsmG1, "MSM l", m.l),

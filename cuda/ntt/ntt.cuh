@@ -5,7 +5,9 @@
 // is exact, so the results match bit for bit): decimation in frequency in passes of up to
 // LG_PASS_K stages in shared memory, four-step style (ntt_dif_pass), the last of which
 // (ntt_dif_last_pass) writes out of place in natural order, the bit reversal folded into its
-// stores, and can scale its outputs by c·b^i (an inverse transform's 1/m and coset shift).
+// stores, and finishes each output as the h stage asks (epilogue): scaled by c·b^i (an
+// inverse transform's 1/m and coset shift), times another vector's element (the product
+// A·B on the coset), less a third's (h = (P − C)/Z), so none of these costs a pass of its own.
 // A 2^24 transform moves the vector 3 times; a pass copies its elements and roots into shared
 // memory by cp.async (sm_80+), so that a thread's loads wait on DRAM together. Twiddles w^e
 // come from one flat table (e < n/2): a twiddle costs a load rather than a product.
@@ -127,14 +129,28 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
     }
 }
 
+// x_i finished: times c·b^i from the power tables, times[i], less minus[i], each step taken
+// where its pointer is not null.
+__device__ __forceinline__ fr_t epilogue(fr_t v, size_t i, const fr_t* pw_lo, const fr_t* pw_hi,
+                                         const fr_t* times, const fr_t* minus)
+{
+    if (pw_lo)
+        v = v * table_pow(pw_lo, pw_hi, (uint32_t)i);
+    if (times)
+        v = v * times[i];
+    if (minus)
+        v = v - minus[i];
+    return v;
+}
+
 // The last pass (S = k), out of place into natural order: block b takes the 2^lg_c
 // sub-transforms (columns of 2^k contiguous elements) whose indices reversed in L = lg_n − k
 // bits are r = b·2^lg_c + c, and writes row j of column r to out[bitrev_k(j)·2^L + r]: where
-// the bit reversal after the DIF would put it, each row's 2^lg_c elements contiguous. With
-// power tables (pw_lo not null), out[i] is also multiplied by their c·b^i.
+// the bit reversal after the DIF would put it, each row's 2^lg_c elements contiguous, finished
+// by the epilogue. times may be d_out itself: each index is read and written by one thread.
 __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k,
                                                   uint32_t lg_c, const fr_t* tw, const fr_t* pw_lo,
-                                                  const fr_t* pw_hi)
+                                                  const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
 {
     fr_t* roots;
     fr_t* s = pass_shared(roots);
@@ -150,10 +166,7 @@ __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, 
     for (uint32_t e = t; e < elems; e += T) { // and write along a row
         const uint32_t c = e & (C - 1), j = e >> lg_c;
         const size_t i = ((size_t)(__brev(j) >> (32 - k)) << L) + r0 + c;
-        fr_t v = s[j * C + c];
-        if (pw_lo)
-            v = v * table_pow(pw_lo, pw_hi, (uint32_t)i);
-        d_out[i] = v;
+        d_out[i] = epilogue(s[j * C + c], i, pw_lo, pw_hi, times, minus);
     }
 }
 
@@ -165,25 +178,15 @@ __device__ __forceinline__ void powers(fr_t* out, uint32_t n, fr_t base, fr_t c)
         out[i] = c * (base ^ i);
 }
 
-// x[i] *= c·b^i from the tables of c and b: the coset shift before a coset NTT (inverse
-// transforms scale in their last pass), and the whole scaling of a one-element transform.
-__device__ __forceinline__ void scale_by_powers(fr_t* d_x, uint32_t lg_n, const fr_t* pw_lo,
-                                                const fr_t* pw_hi)
+// out[i] = the epilogue of x[i], element-wise (out may be x): the coset shift before a coset
+// NTT, and the whole of a one-element transform, which has no pass.
+__device__ __forceinline__ void ntt_epilogue(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, const fr_t* pw_lo,
+                                             const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
 {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >> lg_n)
         return;
-    d_x[i] = d_x[i] * table_pow(pw_lo, pw_hi, (uint32_t)i);
-}
-
-// a[i] = (a[i]*b[i] - c[i]) * z_inv: the quotient by Z, constant on the coset.
-__device__ __forceinline__ void quotient(fr_t* d_a, const fr_t* d_b, const fr_t* d_c,
-                                         uint32_t lg_n, fr_t z_inv)
-{
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >> lg_n)
-        return;
-    d_a[i] = (d_a[i] * d_b[i] - d_c[i]) * z_inv;
+    d_out[i] = epilogue(d_x[i], i, pw_lo, pw_hi, times, minus);
 }
 
 #endif

@@ -61,7 +61,7 @@ pub fn run_batch(
 
 type Stage = fn(&PartitionTimings) -> Duration;
 
-const STAGES: [(&str, Stage); 21] = [
+const STAGES: [(&str, Stage); 20] = [
     ("synthesis", |t| t.synthesis),
     ("queue wait", |t| t.queue_wait),
     ("input wait", |t| t.input_wait),
@@ -71,7 +71,6 @@ const STAGES: [(&str, Stage); 21] = [
     ("constraints (A·z, B·z, C·z)", |t| t.constraints),
     ("ntt: intt+shift", |t| t.ntt_steps.intt),
     ("ntt: coset ntt", |t| t.ntt_steps.coset_ntt),
-    ("ntt: quotient", |t| t.ntt_steps.quotient),
     ("ntt: coset intt", |t| t.ntt_steps.coset_intt),
     ("ntt (h stage)", |t| t.ntt),
     ("msm: h (G1)", |t| t.msm_steps.h),

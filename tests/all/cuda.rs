@@ -347,6 +347,27 @@ fn check_transforms(lgs: std::ops::RangeInclusive<u64>) {
 
 #[test]
 #[ignore = "needs a CUDA device"]
+fn gpu_h_stage_equals_the_cpu_from_2_0_to_2_22() {
+    // Every size to 2^16 (2^0: the transforms are epilogues alone, with no pass), then larger.
+    let mut gpu = Bench::new(&CudaDevice::open(0).unwrap()).unwrap();
+    let mut failures = Vec::new();
+    for lg in (0..=16).chain([18, 20, 22]) {
+        let m = 1usize << lg;
+        let [a, b, c] = [1, 2, 3].map(|seed| random_scalars(m, 100 * lg + seed));
+        let (mut on_gpu, mut on_cpu) = ([a.clone(), b.clone(), c.clone()], [a, b.clone(), c.clone()]);
+        let [ga, gb, gc] = &mut on_gpu;
+        gpu.h_stage([ga, gb, gc]).unwrap();
+        let [ca, cb, cc] = &mut on_cpu;
+        Domain::new(m).unwrap().compute_h(ca, cb, cc);
+        if on_gpu[0] != on_cpu[0] || on_gpu[1] != b || on_gpu[2] != c {
+            failures.push(format!("2^{lg}"));
+        }
+    }
+    assert!(failures.is_empty(), "h differs from the CPU's at {failures:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
 fn gpu_h_and_msm_sums_equal_the_cpu_for_real_circuits() {
     let device = CudaDevice::open(0).unwrap();
     let pinned = PinnedPool::with_allocator(PoolConfig::default(), device.pinned_allocator());

@@ -110,6 +110,36 @@ impl Bench {
         elapsed(&marks[0], &marks[1])
     }
 
+    /// Runs the h stage on the device, as a partition's: from the evaluations a, b, c (each of
+    /// the same power-of-two length) to the coefficients of h, left in `a` (b and c are not
+    /// changed); returns the device time of the stage alone (copies excluded).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if the lengths differ or are not a power of two; [`Error::Cuda`] on a
+    /// device failure.
+    pub fn h_stage(&mut self, [a, b, c]: [&mut [Scalar]; 3]) -> Result<Duration> {
+        let m = a.len();
+        if !m.is_power_of_two() {
+            return Err(Error::Shape {
+                what: "h stage length (a power of two)",
+                expected: m.next_power_of_two(),
+                got: m,
+            });
+        }
+        Error::first_shape_mismatch([("b's length", m, b.len()), ("c's length", m, c.len())])?;
+        self.domain(m)?;
+        let Self { gpu, marks, domain, .. } = self;
+        let d = domain.as_mut().expect("made above");
+        for (src, dst) in [&*a, &*b, &*c].into_iter().zip(&d.abc) {
+            upload(&gpu.stream, &gpu.staging, src, false, dst)?.wait()?;
+        }
+        let [start, steps @ ..] = marks;
+        start.record(&gpu.stream).map_err(from_cust)?;
+        d.h(&gpu.ntt, &gpu.stream, steps)?;
+        download(&gpu.stream, &gpu.staging, &d.abc[0], a, false)?.wait()?;
+        elapsed(start, &steps[2])
+    }
+
     /// Device time of copying `src` to the device (pinned memory goes by DMA directly, pageable
     /// memory as the driver does it, through its bounce buffer). For bandwidth reports.
     ///

@@ -96,7 +96,7 @@ pub(super) struct PartitionEvents {
     /// After the recorded constraints' products and gathers (at `h2d` without them).
     pub(super) constraints: Event,
     /// After each step of the h stage.
-    pub(super) ntt: [Event; 4],
+    pub(super) ntt: [Event; 3],
     /// After each MSM.
     pub(super) msm: [Event; 5],
     /// After the MSMs' scalars' copies, beside the h stage (not witness-only).
@@ -116,7 +116,7 @@ pub(super) fn event() -> Result<Event> {
 
 impl PartitionEvents {
     pub(super) fn new() -> Result<Self> {
-        let ntt = [event()?, event()?, event()?, event()?];
+        let ntt = [event()?, event()?, event()?];
         let msm = [event()?, event()?, event()?, event()?, event()?];
         Ok(PartitionEvents { start: event()?, h2d: event()?, constraints: event()?, ntt, msm, scalars_h2d: event()? })
     }
@@ -132,8 +132,7 @@ impl PartitionEvents {
         let steps = NttSteps {
             intt: elapsed(&self.constraints, &n[0])?,
             coset_ntt: elapsed(&n[0], &n[1])?,
-            quotient: elapsed(&n[1], &n[2])?,
-            coset_intt: elapsed(&n[2], &n[3])?,
+            coset_intt: elapsed(&n[1], &n[2])?,
         };
         t.ntt += steps.total();
         t.ntt_steps = steps;
@@ -145,7 +144,7 @@ impl PartitionEvents {
     pub(super) fn add_msms(&self, epoch: &Event, t: &mut PartitionTimings) -> Result<()> {
         let m = &self.msm;
         let steps = MsmSteps {
-            h: elapsed(&self.ntt[3], &m[0])?,
+            h: elapsed(&self.ntt[2], &m[0])?,
             l: elapsed(&m[0], &m[1])?,
             a: elapsed(&m[1], &m[2])?,
             b_g1: elapsed(&m[2], &m[3])?,

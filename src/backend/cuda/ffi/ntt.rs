@@ -19,16 +19,18 @@ kernels! {
         fn g16_ntt_dif_pass(
             d_x: DevicePtrMut<Scalar>, lg_n: u32, s: u32, k: u32, lg_c: u32, tw: DevicePtr<Scalar>,
         );
-        /// The last pass, out of place into natural order, scaled by the power tables when
-        /// they are given (null pointers: not scaled).
+        /// The last pass, out of place into natural order, each output finished by the
+        /// epilogue (null pointers: steps not taken).
         fn g16_ntt_dif_last_pass(
             d_x: DevicePtr<Scalar>, d_out: DevicePtrMut<Scalar>, lg_n: u32, k: u32, lg_c: u32,
             tw: DevicePtr<Scalar>, pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
+            times: DevicePtr<Scalar>, minus: DevicePtr<Scalar>,
         );
-        /// xᵢ ← xᵢ·c·bⁱ from the power tables.
-        fn g16_scale_by_powers(d_x: DevicePtrMut<Scalar>, lg_n: u32, pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>);
-        /// aᵢ ← (aᵢ·bᵢ − cᵢ)·z_inv.
-        fn g16_quotient(d_a: DevicePtrMut<Scalar>, d_b: DevicePtr<Scalar>, d_c: DevicePtr<Scalar>, lg_n: u32, z_inv: Fr);
+        /// outᵢ ← the epilogue of xᵢ, element-wise.
+        fn g16_ntt_epilogue(
+            d_x: DevicePtr<Scalar>, d_out: DevicePtrMut<Scalar>, lg_n: u32, pw_lo: DevicePtr<Scalar>,
+            pw_hi: DevicePtr<Scalar>, times: DevicePtr<Scalar>, minus: DevicePtr<Scalar>,
+        );
         /// outᵢ = c·baseⁱ for i < n.
         fn g16_powers(out: DevicePtrMut<Scalar>, n: u32, base: Fr, c: Fr);
     }
@@ -47,6 +49,33 @@ pub(crate) struct PowerTables {
     hi: DeviceVec<Scalar>,
     /// Exponents below this are covered.
     covers: usize,
+}
+
+/// How the last pass of a transform finishes each output xᵢ (`epilogue` in ntt.cuh): times
+/// c·bⁱ from `scale`'s tables, times `times[i]`, less `minus[i]`, each where given. `times`
+/// may be the output vector itself.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Epilogue<'a> {
+    pub(crate) scale: Option<&'a PowerTables>,
+    pub(crate) times: Option<&'a DeviceVec<Scalar>>,
+    pub(crate) minus: Option<&'a DeviceVec<Scalar>>,
+}
+
+impl Epilogue<'_> {
+    /// Scaled by the tables of c and b, nothing else.
+    pub(crate) fn scaled(pw: &PowerTables) -> Epilogue<'_> {
+        Epilogue { scale: Some(pw), ..Epilogue::default() }
+    }
+
+    /// The kernels' pointers (null where a step is not taken), once asserted that every table
+    /// and vector covers the n outputs.
+    fn pointers(&self, n: usize) -> [DevicePtr<Scalar>; 4] {
+        assert!(self.scale.is_none_or(|pw| pw.covers >= n), "power tables short of {n}");
+        assert!(self.times.into_iter().chain(self.minus).all(|v| v.len() >= n), "an operand shorter than {n}");
+        let (lo, hi) = self.scale.map_or((DevicePtr::null(), DevicePtr::null()), |pw| (pw.lo.ptr(), pw.hi.ptr()));
+        let vec = |v: Option<&DeviceVec<Scalar>>| v.map_or(DevicePtr::null(), DeviceVec::ptr);
+        [lo, hi, vec(self.times), vec(self.minus)]
+    }
 }
 
 /// One pass of an NTT (ntt.cuh): it cuts sub-transforms of 2^size elements into columns of
@@ -112,60 +141,69 @@ impl NttKernels {
     }
 
     /// Enqueues the last pass of the NTT of `x` (size = k), out of place into `out` in
-    /// natural order, each output times c·bⁱ when `scale` holds the tables of c and b.
+    /// natural order, each output finished by `epi`.
     ///
     /// # Panics
-    /// As [`dif_pass`](Self::dif_pass), or if `out` is shorter than `x` or the tables do not
-    /// cover its length.
+    /// As [`dif_pass`](Self::dif_pass), or if `out` or an operand of `epi` is shorter than
+    /// `x` or its tables do not cover its length.
     pub(crate) fn dif_last_pass(
         &self,
         stream: &Stream,
         (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
         pass: Pass,
         tw: &Twiddles,
-        scale: Option<&PowerTables>,
+        epi: Epilogue<'_>,
     ) -> Result<()> {
         let lg_n = lg_len(x);
         pass.check(lg_n);
         assert!(pass.size == pass.k, "the last pass {pass:?} cuts no further");
         assert!(out.len() >= x.len(), "output vector of {} < {}", out.len(), x.len());
         assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
-        assert!(scale.is_none_or(|pw| pw.covers >= x.len()), "power tables short of {}", x.len());
-        let (lo, hi) = scale.map_or((DevicePtr::null(), DevicePtr::null()), |pw| (pw.lo.ptr(), pw.hi.ptr()));
+        let [lo, hi, times, minus] = epi.pointers(x.len());
         let Pass { k, lg_c, .. } = pass;
         let grid = 1 << (lg_n - k - lg_c);
         // SAFETY: the blocks of 2^lg_c columns of 2^k elements read `x` once and write every
         // index of `out` below 2^lg_n once (i = bitrev_k(j)·2^(lg_n−k) + r over rows j and
         // reversed columns r), 2^(k+lg_c) <= 2^LG_PASS elements per block (checked); the
-        // twiddles and the power tables, when given, cover every index they are read at
-        // (asserted).
+        // twiddles, and the epilogue's tables and vectors, cover every index they are read at
+        // (asserted); a thread reads `times` only at the index it writes.
         unsafe {
-            self.g16_ntt_dif_last_pass(grid, THREADS, stream, x.ptr(), out.ptr_mut(), lg_n, k, lg_c, tw.0.ptr(), lo, hi)
+            self.g16_ntt_dif_last_pass(
+                grid,
+                THREADS,
+                stream,
+                x.ptr(),
+                out.ptr_mut(),
+                lg_n,
+                k,
+                lg_c,
+                tw.0.ptr(),
+                lo,
+                hi,
+                times,
+                minus,
+            )
         }
     }
 
-    /// In place, xᵢ ← xᵢ·c·bⁱ from the tables of c and b.
+    /// Enqueues outᵢ ← the epilogue of xᵢ, element-wise (`out` may be `x`).
     ///
     /// # Panics
-    /// If `x` is not a power of two long or `pw` does not cover exponents below its length.
-    pub(crate) fn scale_by_powers(&self, stream: &Stream, x: &DeviceVec<Scalar>, pw: &PowerTables) -> Result<()> {
+    /// If `x` is not a power of two long, or `out` or an operand of `epi` is shorter, or its
+    /// tables do not cover its length.
+    pub(crate) fn epilogue(
+        &self,
+        stream: &Stream,
+        (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
+        epi: Epilogue<'_>,
+    ) -> Result<()> {
         let lg_n = lg_len(x);
-        assert!(pw.covers >= x.len(), "power tables cover {} < {}", pw.covers, x.len());
+        assert!(out.len() >= x.len(), "output vector of {} < {}", out.len(), x.len());
+        let [lo, hi, times, minus] = epi.pointers(x.len());
         let grid = blocks(x.len(), THREADS);
-        // SAFETY: `x` holds 2^lg_n elements and the tables cover every index (asserted).
-        unsafe { self.g16_scale_by_powers(grid, THREADS, stream, x.ptr_mut(), lg_n, pw.lo.ptr(), pw.hi.ptr()) }
-    }
-
-    /// In place, aᵢ ← (aᵢ·bᵢ − cᵢ)·z_inv.
-    ///
-    /// # Panics
-    /// If the lengths differ or are not a power of two.
-    pub(crate) fn quotient(&self, stream: &Stream, [a, b, c]: [&DeviceVec<Scalar>; 3], z_inv: Scalar) -> Result<()> {
-        assert!(a.len() == b.len() && b.len() == c.len(), "a, b, c lengths differ");
-        let lg_n = lg_len(a);
-        let grid = blocks(a.len(), THREADS);
-        // SAFETY: all three hold 2^lg_n elements, one thread each.
-        unsafe { self.g16_quotient(grid, THREADS, stream, a.ptr_mut(), b.ptr(), c.ptr(), lg_n, z_inv.into()) }
+        // SAFETY: one thread per index below 2^lg_n, which `x`, `out` and the epilogue's
+        // tables and vectors cover (asserted), each index read and written by its thread alone.
+        unsafe { self.g16_ntt_epilogue(grid, THREADS, stream, x.ptr(), out.ptr_mut(), lg_n, lo, hi, times, minus) }
     }
 }
 

@@ -11,7 +11,7 @@ use ff::Field;
 
 use self::passes::passes;
 use crate::backend::cuda::ffi::geometry::{LG_PASS, LG_PASS_K};
-use crate::backend::cuda::ffi::ntt::{lg_len, NttKernels, PowerTables, Twiddles};
+use crate::backend::cuda::ffi::ntt::{lg_len, Epilogue, NttKernels, PowerTables, Twiddles};
 use crate::backend::cuda::ffi::{from_cust, DeviceVec};
 use crate::domain::Roots;
 use crate::error::Result;
@@ -29,31 +29,42 @@ pub enum Transform {
     CosetIntt,
 }
 
-/// The NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds, each output xᵢ
-/// times c·bⁱ when `scale` holds the tables of c and b: ⌈lg_n/8⌉ decimation-in-frequency
-/// passes of balanced stage counts, the last of which writes into `spare` in natural order
-/// (the bit reversal in its stores). The two are then swapped: `x` holds the result.
+/// The NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds, into `out`, each
+/// output finished by `epi`: ⌈lg_n/8⌉ decimation-in-frequency passes of balanced stage counts,
+/// in place in `x` but the last, which writes `out` in natural order (the bit reversal in its
+/// stores). `x` is left as scratch.
 ///
 /// # Panics
-/// As the passes' launches: if `x` is not a power of two long, `spare` is shorter, `tw`
-/// does not hold the len/2 twiddles or the tables do not cover the length.
+/// As the passes' launches: if `x` is not a power of two long, `out` is shorter, `tw` does
+/// not hold the len/2 twiddles or the epilogue's operands do not cover the length.
 fn ntt(
     k: &NttKernels,
     stream: &Stream,
-    (x, spare): (&mut DeviceVec<Scalar>, &mut DeviceVec<Scalar>),
+    (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
     tw: &Twiddles,
-    scale: Option<&PowerTables>,
+    epi: Epilogue<'_>,
 ) -> Result<()> {
     let lg_n = lg_len(x);
     if lg_n == 0 {
-        return scale.map_or(Ok(()), |pw| k.scale_by_powers(stream, x, pw));
+        return k.epilogue(stream, (x, out), epi);
     }
     let plan = passes(lg_n, LG_PASS, LG_PASS_K);
     let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
     for &pass in passes {
         k.dif_pass(stream, x, pass, tw)?;
     }
-    k.dif_last_pass(stream, (x, spare), *last, tw, scale)?;
+    k.dif_last_pass(stream, (x, out), *last, tw, epi)
+}
+
+/// [`ntt`] through the spare vector, which then takes `x`'s place: `x` holds the result.
+fn ntt_in_place(
+    k: &NttKernels,
+    stream: &Stream,
+    (x, spare): (&mut DeviceVec<Scalar>, &mut DeviceVec<Scalar>),
+    tw: &Twiddles,
+    epi: Epilogue<'_>,
+) -> Result<()> {
+    ntt(k, stream, (x, spare), tw, epi)?;
     std::mem::swap(x, spare);
     Ok(())
 }
@@ -63,7 +74,6 @@ fn ntt(
 /// scaling's constant folded into its table), computed on the device.
 #[derive(Debug)]
 pub(crate) struct DeviceDomain {
-    pub(crate) roots: Roots,
     pub(crate) abc: [DeviceVec<Scalar>; 3],
     spare: DeviceVec<Scalar>,
     omega: Twiddles,
@@ -76,6 +86,10 @@ pub(crate) struct DeviceDomain {
     g_inv_over_m: PowerTables,
     /// 1/m: an iNTT's.
     over_m: PowerTables,
+    /// 1/(mZ): c's iNTT in the h stage, its coefficients over Z.
+    over_mz: PowerTables,
+    /// g⁻ⁱ/(mZ): the h stage's coset iNTT, the shift back and the division by Z.
+    g_inv_over_mz: PowerTables,
 }
 
 impl DeviceDomain {
@@ -84,6 +98,7 @@ impl DeviceDomain {
     pub(crate) fn new(k: &NttKernels, m: usize, stream: &Stream) -> Result<Self> {
         let roots = Roots::new(m)?;
         let m = 1usize << roots.lg_m;
+        let over_mz = roots.m_inv * roots.z_inv_on_coset;
         let domain = DeviceDomain {
             abc: [DeviceVec::new(m)?, DeviceVec::new(m)?, DeviceVec::new(m)?],
             spare: DeviceVec::new(m)?,
@@ -93,7 +108,8 @@ impl DeviceDomain {
             g_over_m: k.power_tables(Roots::g(), roots.m_inv, m, stream)?,
             g_inv_over_m: k.power_tables(Roots::g_inv(), roots.m_inv, m, stream)?,
             over_m: k.power_tables(Scalar::ONE, roots.m_inv, m, stream)?,
-            roots,
+            over_mz: k.power_tables(Scalar::ONE, over_mz, m, stream)?,
+            g_inv_over_mz: k.power_tables(Roots::g_inv(), over_mz, m, stream)?,
         };
         stream.synchronize().map_err(from_cust)?;
         Ok(domain)
@@ -107,34 +123,34 @@ impl DeviceDomain {
     /// Enqueues one transform of abc[i]; the result is abc[i] after (its buffer may change).
     pub(crate) fn transform(&mut self, k: &NttKernels, stream: &Stream, i: usize, t: Transform) -> Result<()> {
         let (x, spare) = (&mut self.abc[i], &mut self.spare);
-        match t {
-            Transform::Ntt => ntt(k, stream, (x, spare), &self.omega, None),
-            Transform::Intt => ntt(k, stream, (x, spare), &self.omega_inv, Some(&self.over_m)),
+        let (tw, epi) = match t {
+            Transform::Ntt => (&self.omega, Epilogue::default()),
+            Transform::Intt => (&self.omega_inv, Epilogue::scaled(&self.over_m)),
             Transform::CosetNtt => {
-                k.scale_by_powers(stream, x, &self.g)?;
-                ntt(k, stream, (x, spare), &self.omega, None)
+                k.epilogue(stream, (x, x), Epilogue::scaled(&self.g))?;
+                (&self.omega, Epilogue::default())
             }
-            Transform::CosetIntt => ntt(k, stream, (x, spare), &self.omega_inv, Some(&self.g_inv_over_m)),
-        }
+            Transform::CosetIntt => (&self.omega_inv, Epilogue::scaled(&self.g_inv_over_m)),
+        };
+        ntt_in_place(k, stream, (x, spare), tw, epi)
     }
 
-    /// Enqueues the h stage on a, b, c (already on the device), recording `steps[0..4]` after
-    /// its four steps: iNTT and the shift to gH (×gⁱ/m), the coset NTT, the quotient by Z, and
-    /// the coset iNTT with the shift back. h is left in a.
-    pub(crate) fn h(&mut self, k: &NttKernels, stream: &Stream, steps: &[Event; 4]) -> Result<()> {
-        for x in &mut self.abc {
-            // coefficients, shifted to gH
-            ntt(k, stream, (x, &mut self.spare), &self.omega_inv, Some(&self.g_over_m))?;
+    /// Enqueues the h stage on a, b, c (already on the device) in six transforms, as
+    /// [`Domain::compute_h`](crate::domain::Domain::compute_h) computes it, recording `steps`
+    /// after its three steps: the iNTTs (a and b shifted to gH, ×gⁱ/m; c over Z, ×1/(mZ)); the
+    /// coset NTTs of a and b, b's last pass multiplying by a's into a (A·B on gH); and the
+    /// coset iNTT of that, less c (×g⁻ⁱ/(mZ), −C/Z): h = (P − C)/Z, left in a.
+    pub(crate) fn h(&mut self, k: &NttKernels, stream: &Stream, steps: &[Event; 3]) -> Result<()> {
+        let DeviceDomain { abc: [a, b, c], spare, omega, omega_inv, g_over_m, over_mz, g_inv_over_mz, .. } = self;
+        for (x, scale) in [(&mut *a, &*g_over_m), (&mut *b, g_over_m), (&mut *c, over_mz)] {
+            ntt_in_place(k, stream, (x, spare), omega_inv, Epilogue::scaled(scale))?;
         }
         steps[0].record(stream).map_err(from_cust)?;
-        for x in &mut self.abc {
-            ntt(k, stream, (x, &mut self.spare), &self.omega, None)?;
-        }
+        ntt_in_place(k, stream, (a, spare), omega, Epilogue::default())?;
+        ntt(k, stream, (b, a), omega, Epilogue { times: Some(a), ..Epilogue::default() })?;
         steps[1].record(stream).map_err(from_cust)?;
-        let [a, b, c] = &self.abc;
-        k.quotient(stream, [a, b, c], self.roots.z_inv_on_coset)?;
-        steps[2].record(stream).map_err(from_cust)?;
-        self.transform(k, stream, 0, Transform::CosetIntt)?;
-        steps[3].record(stream).map_err(from_cust)
+        let epi = Epilogue { scale: Some(g_inv_over_mz), minus: Some(c), times: None };
+        ntt_in_place(k, stream, (a, spare), omega_inv, epi)?;
+        steps[2].record(stream).map_err(from_cust)
     }
 }
