@@ -25,8 +25,14 @@ using fp2 = fp2_t<fp_t>;
 // ---- the h stage (ntt/ntt.cuh)
 
 extern "C" __global__ void __launch_bounds__(NTT_THREADS)
-g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c, const fr_t* tw)
-{   ntt_dif_pass(d_x, lg_n, S, k, lg_c, tw);   }
+g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c, const fr_t* tw,
+                 const fr_t* pw_lo, const fr_t* pw_hi)
+{   ntt_dif_pass(d_x, lg_n, S, k, lg_c, tw, pw_lo, pw_hi);   }
+
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
+g16_ntt_dit_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c,
+                 const fr_t* tw, const fr_t* pw_lo, const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
+{   ntt_dit_pass(d_x, d_out, lg_n, S, k, lg_c, tw, pw_lo, pw_hi, times, minus);   }
 
 extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 g16_ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k, uint32_t lg_c, const fr_t* tw,

@@ -124,11 +124,12 @@ partition_timings! {
 /// The steps of the h stage on a device.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NttSteps {
-    /// iNTT of a, b, c: a's and b's coefficients shifted to the coset gH, c's over Z.
+    /// iNTT of a and b: their coefficients shifted to the coset gH.
     pub intt: Duration,
     /// NTT of a and b on the coset, and their product.
     pub coset_ntt: Duration,
-    /// The product's iNTT back to coefficients, the shift back, over Z, less c's: h.
+    /// c's iNTT (its coefficients over Z), then the product's back to coefficients, the
+    /// shift back, over Z, less c's: h.
     pub coset_intt: Duration,
 }
 

@@ -2,12 +2,16 @@
 //
 // NTT over BLS12-381 Fr for the Groth16 h stage, and its element-wise companions. The
 // transform is the CPU backend's (src/domain.rs) DFT, computed another way (field arithmetic
-// is exact, so the results match bit for bit): decimation in frequency in passes of up to
-// LG_PASS_K stages in shared memory, four-step style (ntt_dif_pass), the last of which
-// (ntt_dif_last_pass) writes out of place in natural order, the bit reversal folded into its
-// stores, and finishes each output as the h stage asks (epilogue): scaled by c·b^i (an
-// inverse transform's 1/m and coset shift), times another vector's element (the product
-// A·B on the coset), less a third's (h = (P − C)/Z), so none of these costs a pass of its own.
+// is exact, so the results match bit for bit): passes of up to LG_PASS_K radix-2 stages in
+// shared memory, four-step style, in place. Forward by decimation in frequency
+// (ntt_dif_pass), from natural order to bit-reversed order; back by its transpose
+// (ntt_dit_pass), from bit-reversed order to natural order: the h stage alternates them, so
+// that its vectors need no room but their own. A transform from natural order to natural
+// order ends with ntt_dif_last_pass instead, which writes out of place, the bit reversal
+// folded into its stores. The last pass finishes each output as the h stage asks (epilogue):
+// scaled by c·b^i (an inverse transform's 1/m and coset shift), times another vector's
+// element (the product A·B on the coset), less a third's (h = (P − C)/Z), so none of these
+// costs a pass of its own.
 // A 2^24 transform moves the vector 3 times; a pass copies its elements and roots into shared
 // memory by cp.async (sm_80+), so that a thread's loads wait on DRAM together. Twiddles w^e
 // come from one flat table (e < n/2): a twiddle costs a load rather than a product.
@@ -56,79 +60,6 @@ __device__ __forceinline__ fr_t* pass_shared(fr_t*& roots)
     return reinterpret_cast<fr_t*>(s_words);
 }
 
-// The k radix-2 DIF stages of a block's 2^lg_c columns of 2^k elements, in shared memory
-// (row j of column c at s[j·C + c], loaded by the caller): frequency k1 lands in row
-// bitrev(k1). The stages' roots ω_{2^k}^q = tw[q·2^(lg_n − k)] go to `roots` first.
-__device__ __forceinline__ void dif_stages(fr_t* s, fr_t* roots, uint32_t k, uint32_t lg_c, uint32_t lg_n,
-                                           const fr_t* tw)
-{
-    const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
-    for (uint32_t i = t; i < (1u << k) / 2; i += T)
-        async_copy(&roots[i], &tw[(size_t)i << (lg_n - k)]);
-    async_copies_wait(); // the roots and the caller's loads of s
-    __syncthreads();
-    for (uint32_t r = k; r >= 1; r--) {
-        const uint32_t h = 1u << (r - 1);
-        // Butterfly u: column cu, then group g, then q, so a warp shares q while a stage has
-        // 32 butterflies of each q, and the twiddle-free ones (q = 0) take whole warps.
-        const uint32_t lg_g = k - r;
-        for (uint32_t u = t; u < elems / 2; u += T) {
-            const uint32_t cu = u & (C - 1), gq = u >> lg_c, q = gq >> lg_g;
-            const uint32_t p0 = ((gq & ((1u << lg_g) - 1)) << r) + q;
-            const fr_t a = s[p0 * C + cu], b = s[(p0 + h) * C + cu];
-            s[p0 * C + cu] = a + b;
-            fr_t d = a - b;
-            if (q)
-                d = d * roots[q << (k - r)];
-            s[(p0 + h) * C + cu] = d;
-        }
-        __syncthreads();
-    }
-}
-
-// One pass of a size-2^lg_n transform by decimation in frequency, four-step style: every
-// sub-transform of size 2^S is cut into 2^k-point columns at stride M = 2^(S-k) (column lo
-// holds its elements lo, lo + M, ...). Each column gets its DFT with the 2^k-th roots
-// (k radix-2 stages in shared memory; frequency k1 lands in row bitrev(k1)), then the twiddle
-// ω_{2^S}^(lo·k1) that makes the rows of 2^(S-k) elements the next pass's sub-transforms
-// (S > k: every pass but the last, ntt_dif_last_pass). A block holds 2^lg_c consecutive lo of
-// one sub-transform, so its rows are contiguous in memory. tw[e] = ω^e, e < n/2.
-__device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k,
-                                             uint32_t lg_c, const fr_t* tw)
-{
-    fr_t* roots;
-    fr_t* s = pass_shared(roots);
-    const uint32_t t = threadIdx.x, T = blockDim.x;
-    const uint32_t lg_m = S - k, C = 1u << lg_c, elems = C << k;
-    const size_t col0 = (size_t)blockIdx.x << lg_c, m_mask = ((size_t)1 << lg_m) - 1;
-    // Element e of the block: column c, row j, and its index in d_x.
-    auto place = [&](uint32_t e, uint32_t& c, uint32_t& j) -> size_t {
-        c = e & (C - 1);
-        j = e >> lg_c;
-        const size_t col = col0 + c;
-        return ((col >> lg_m) << S) + ((size_t)j << lg_m) + (col & m_mask);
-    };
-    uint32_t c, j;
-    for (uint32_t e = t; e < elems; e += T) {
-        const size_t i = place(e, c, j);
-        async_copy(&s[j * C + c], &d_x[i]);
-    }
-    dif_stages(s, roots, k, lg_c, lg_n, tw);
-    const size_t half = (size_t)1 << (lg_n - 1);
-    for (uint32_t e = t; e < elems; e += T) {
-        const size_t i = place(e, c, j);
-        fr_t v = s[j * C + c];
-        const size_t lo = (col0 + c) & m_mask, k1 = __brev(j) >> (32 - k);
-        const size_t exp = (lo * k1) << (lg_n - S); // < 2^lg_n
-        if (exp) {
-            fr_t w = tw[exp & (half - 1)];
-            w.cneg(exp >= half); // ω^(n/2) = -1
-            v = v * w;
-        }
-        d_x[i] = v;
-    }
-}
-
 // x_i finished: times c·b^i from the power tables, times[i], less minus[i], each step taken
 // where its pointer is not null.
 __device__ __forceinline__ fr_t epilogue(fr_t v, size_t i, const fr_t* pw_lo, const fr_t* pw_hi,
@@ -141,6 +72,147 @@ __device__ __forceinline__ fr_t epilogue(fr_t v, size_t i, const fr_t* pw_lo, co
     if (minus)
         v = v - minus[i];
     return v;
+}
+
+// The stages' roots ω_{2^k}^q = tw[q·2^(lg_n − k)] into `roots` by cp.async, in flight with
+// the caller's loads until async_copies_wait().
+__device__ __forceinline__ void copy_roots(fr_t* roots, uint32_t k, uint32_t lg_n, const fr_t* tw)
+{
+    for (uint32_t i = threadIdx.x; i < (1u << k) / 2; i += blockDim.x)
+        async_copy(&roots[i], &tw[(size_t)i << (lg_n - k)]);
+}
+
+// The k radix-2 stages of a block's 2^lg_c columns of 2^k elements in shared memory (row j
+// of column c at s[j·C + c]; loaded, with the roots, before the barrier that precedes this),
+// each butterfly's root ω_{2^r}^q: by decimation in frequency (r = k down to 1, (a + b,
+// (a − b)·w): frequency k1 lands in row bitrev(k1)) or, `back`, its transpose (r = 1 up to
+// k, (a + w·b, a − w·b): from rows in bit-reversed order to natural order).
+template<bool back>
+__device__ __forceinline__ void stages(fr_t* s, const fr_t* roots, uint32_t k, uint32_t lg_c)
+{
+    const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
+    for (uint32_t step = 0; step < k; step++) {
+        const uint32_t r = back ? step + 1 : k - step, h = 1u << (r - 1);
+        // Butterfly u: column cu, then group g, then q, so a warp shares q while a stage has
+        // 32 butterflies of each q, and the twiddle-free ones (q = 0) take whole warps.
+        const uint32_t lg_g = k - r;
+        for (uint32_t u = t; u < elems / 2; u += T) {
+            const uint32_t cu = u & (C - 1), gq = u >> lg_c, q = gq >> lg_g;
+            const uint32_t p0 = ((gq & ((1u << lg_g) - 1)) << r) + q;
+            const fr_t a = s[p0 * C + cu];
+            fr_t b = s[(p0 + h) * C + cu];
+            if (back) {
+                if (q)
+                    b = b * roots[q << (k - r)];
+                s[p0 * C + cu] = a + b;
+                s[(p0 + h) * C + cu] = a - b;
+            } else {
+                s[p0 * C + cu] = a + b;
+                b = a - b;
+                if (q)
+                    b = b * roots[q << (k - r)];
+                s[(p0 + h) * C + cu] = b;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// A four-step pass's blocks: every sub-transform of size 2^S is cut into 2^k-point columns
+// at stride M = 2^(S-k) (column lo holds its elements lo, lo + M, ...), and a block holds
+// 2^lg_c consecutive lo of one sub-transform, so that its rows are contiguous in memory.
+struct four_step {
+    uint32_t lg_n, S, k, lg_c;
+
+    // Element e of block b: its column c and row j, and its index in the vector.
+    __device__ __forceinline__ size_t place(uint32_t e, uint32_t& c, uint32_t& j) const
+    {
+        const uint32_t lg_m = S - k;
+        c = e & ((1u << lg_c) - 1);
+        j = e >> lg_c;
+        const size_t col = ((size_t)blockIdx.x << lg_c) + c;
+        return ((col >> lg_m) << S) + ((size_t)j << lg_m) + (col & (((size_t)1 << lg_m) - 1));
+    }
+
+    // Starts the block's copies of its elements into s and of the stages' roots into roots:
+    // in flight until async_copies_wait().
+    __device__ __forceinline__ void load(fr_t* s, fr_t* roots, const fr_t* d_x, const fr_t* tw) const
+    {
+        const uint32_t C = 1u << lg_c, elems = C << k;
+        uint32_t c, j;
+        for (uint32_t e = threadIdx.x; e < elems; e += blockDim.x) {
+            const size_t i = place(e, c, j);
+            async_copy(&s[j * C + c], &d_x[i]);
+        }
+        copy_roots(roots, k, lg_n, tw);
+    }
+
+    // v times the twiddle ω_{2^S}^(lo·bitrev(j)) of row j of column c, which makes the rows of
+    // 2^(S-k) elements the next pass's sub-transforms (one for S = k). tw[e] = ω^e, e < n/2.
+    __device__ __forceinline__ fr_t twiddled(fr_t v, uint32_t c, uint32_t j, const fr_t* tw) const
+    {
+        const size_t lo = (((size_t)blockIdx.x << lg_c) + c) & (((size_t)1 << (S - k)) - 1);
+        const size_t exp = (lo * (__brev(j) >> (32 - k))) << (lg_n - S); // < 2^lg_n
+        if (!exp)
+            return v;
+        const size_t half = (size_t)1 << (lg_n - 1);
+        fr_t w = tw[exp & (half - 1)];
+        w.cneg(exp >= half); // ω^(n/2) = -1
+        return v * w;
+    }
+};
+
+// One pass of a size-2^lg_n transform by decimation in frequency, in place, four-step style:
+// each column's DFT with the 2^k-th roots (frequency k1 lands in row bitrev(k1)), then its
+// twiddles. After the last pass (S = k) the transform is in bit-reversed order; that pass can
+// scale the output at i by c·b^bitrev(i) (the coefficient it holds; power tables where
+// pw_lo is not null), or ntt_dif_last_pass takes its place and reorders.
+__device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c,
+                                             const fr_t* tw, const fr_t* pw_lo, const fr_t* pw_hi)
+{
+    fr_t* roots;
+    fr_t* s = pass_shared(roots);
+    const four_step pass{lg_n, S, k, lg_c};
+    const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
+    uint32_t c, j;
+    pass.load(s, roots, d_x, tw);
+    async_copies_wait();
+    __syncthreads();
+    stages<false>(s, roots, k, lg_c);
+    for (uint32_t e = t; e < elems; e += T) {
+        const size_t i = pass.place(e, c, j);
+        fr_t v = pass.twiddled(s[j * C + c], c, j, tw);
+        if (pw_lo)
+            v = v * table_pow(pw_lo, pw_hi, __brev((uint32_t)i) >> (32 - lg_n));
+        d_x[i] = v;
+    }
+}
+
+// One pass of a transform from bit-reversed order back to natural order: ntt_dif_pass
+// transposed (the passes run last first), each column's twiddles first, then its stages
+// back, in place; the first pass (S = lg_n) writes d_out (which may be d_x) at the same
+// indices, finished by the epilogue (null pointers for the passes before it).
+__device__ __forceinline__ void ntt_dit_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t S, uint32_t k,
+                                             uint32_t lg_c, const fr_t* tw, const fr_t* pw_lo, const fr_t* pw_hi,
+                                             const fr_t* times, const fr_t* minus)
+{
+    fr_t* roots;
+    fr_t* s = pass_shared(roots);
+    const four_step pass{lg_n, S, k, lg_c};
+    const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
+    uint32_t c, j;
+    pass.load(s, roots, d_x, tw);
+    async_copies_wait();
+    for (uint32_t e = t; e < elems; e += T) { // the elements this thread loaded itself
+        pass.place(e, c, j);
+        s[j * C + c] = pass.twiddled(s[j * C + c], c, j, tw);
+    }
+    __syncthreads();
+    stages<true>(s, roots, k, lg_c);
+    for (uint32_t e = t; e < elems; e += T) {
+        const size_t i = pass.place(e, c, j);
+        d_out[i] = epilogue(s[j * C + c], i, pw_lo, pw_hi, times, minus);
+    }
 }
 
 // The last pass (S = k), out of place into natural order: block b takes the 2^lg_c
@@ -162,7 +234,10 @@ __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, 
         const size_t col = L ? __brev(r0 + c) >> (32 - L) : 0;
         async_copy(&s[j * C + c], &d_x[(col << k) + j]);
     }
-    dif_stages(s, roots, k, lg_c, lg_n, tw);
+    copy_roots(roots, k, lg_n, tw);
+    async_copies_wait();
+    __syncthreads();
+    stages<false>(s, roots, k, lg_c);
     for (uint32_t e = t; e < elems; e += T) { // and write along a row
         const uint32_t c = e & (C - 1), j = e >> lg_c;
         const size_t i = ((size_t)(__brev(j) >> (32 - k)) << L) + r0 + c;

@@ -104,7 +104,7 @@ impl Bench {
         let d = domain.as_mut().expect("made above");
         upload(&gpu.stream, &gpu.staging, v, false, &d.abc[0])?.wait()?;
         marks[0].record(&gpu.stream).map_err(from_cust)?;
-        d.transform(&gpu.ntt, &gpu.stream, 0, transform)?;
+        d.transform(&gpu.ntt, &gpu.stream, transform)?;
         marks[1].record(&gpu.stream).map_err(from_cust)?;
         download(&gpu.stream, &gpu.staging, &d.abc[0], v, false)?.wait()?;
         elapsed(&marks[0], &marks[1])

@@ -15,9 +15,18 @@ kernels! {
     /// The h stage's kernels (`cuda/ntt/ntt.cuh`).
     NttKernels {
         /// One decimation-in-frequency pass, in place: sub-transforms of 2^s elements cut into
-        /// columns of 2^k, 2^lg_c columns per block.
+        /// columns of 2^k, 2^lg_c columns per block; the last (s = k) scaled by the power
+        /// tables at the bit-reversed index when they are given.
         fn g16_ntt_dif_pass(
             d_x: DevicePtrMut<Scalar>, lg_n: u32, s: u32, k: u32, lg_c: u32, tw: DevicePtr<Scalar>,
+            pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
+        );
+        /// One pass back from bit-reversed order (the transposed decimation in frequency), in
+        /// place but the last (s = lg_n), which writes d_out finished by the epilogue.
+        fn g16_ntt_dit_pass(
+            d_x: DevicePtr<Scalar>, d_out: DevicePtrMut<Scalar>, lg_n: u32, s: u32, k: u32, lg_c: u32,
+            tw: DevicePtr<Scalar>, pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
+            times: DevicePtr<Scalar>, minus: DevicePtr<Scalar>,
         );
         /// The last pass, out of place into natural order, each output finished by the
         /// epilogue (null pointers: steps not taken).
@@ -122,21 +131,85 @@ impl NttKernels {
         Ok(PowerTables { lo, hi, covers })
     }
 
-    /// Enqueues one pass but the last of the NTT of `x`, in place, with the twiddles `tw`.
+    /// Enqueues one decimation-in-frequency pass of the NTT of `x`, in place, with the
+    /// twiddles `tw`; the last (size = k) leaves the transform in bit-reversed order, each
+    /// output times c·b^bitrev(i) when `scale` holds the tables of c and b.
     ///
     /// # Panics
-    /// If `x` is not a power of two long, `tw` does not hold its len/2 twiddles, or the pass
-    /// does not fit the vector and the kernel's shared memory ([`Pass::check`]).
-    pub(crate) fn dif_pass(&self, stream: &Stream, x: &DeviceVec<Scalar>, pass: Pass, tw: &Twiddles) -> Result<()> {
-        let lg_n = lg_len(x);
-        pass.check(lg_n);
-        assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
+    /// If `x` is not a power of two long, `tw` does not hold its len/2 twiddles, the pass
+    /// does not fit the vector and the kernel's shared memory ([`Pass::check`]), or a scaled
+    /// pass is not the last or its tables do not cover the length.
+    pub(crate) fn dif_pass(
+        &self,
+        stream: &Stream,
+        x: &DeviceVec<Scalar>,
+        pass: Pass,
+        tw: &Twiddles,
+        scale: Option<&PowerTables>,
+    ) -> Result<()> {
+        let (lg_n, [lo, hi, ..]) = checked((x, x), pass, tw, Epilogue { scale, ..Epilogue::default() });
+        assert!(scale.is_none() || pass.size == pass.k, "the pass {pass:?} scales but cuts further");
         let Pass { size, k, lg_c } = pass;
         // SAFETY: the 2^(lg_n−k−lg_c) blocks of 2^lg_c columns of 2^k elements cover the
         // 2^lg_n elements of `x` once, 2^(k+lg_c) <= 2^LG_PASS per block (its shared array),
-        // and read twiddles below 2^(lg_n−1), all in `tw` (checked and asserted).
+        // and read twiddles below 2^(lg_n−1), all in `tw`, and the power tables, when given,
+        // below 2^lg_n, which they cover (checked and asserted).
         unsafe {
-            self.g16_ntt_dif_pass(1 << (lg_n - k - lg_c), THREADS, stream, x.ptr_mut(), lg_n, size, k, lg_c, tw.0.ptr())
+            self.g16_ntt_dif_pass(
+                1 << (lg_n - k - lg_c),
+                THREADS,
+                stream,
+                x.ptr_mut(),
+                lg_n,
+                size,
+                k,
+                lg_c,
+                tw.0.ptr(),
+                lo,
+                hi,
+            )
+        }
+    }
+
+    /// Enqueues one pass of the transform of `x` back from bit-reversed order (the
+    /// decimation-in-frequency pass `pass` transposed), in place but the last (size = lg_n),
+    /// which writes `out` (which may be `x`) at the same indices, finished by `epi`.
+    ///
+    /// # Panics
+    /// As [`dif_pass`](Self::dif_pass), or if `out` or an operand of `epi` is shorter than
+    /// `x`, or a pass but the last is given an output or an epilogue.
+    pub(crate) fn dit_pass(
+        &self,
+        stream: &Stream,
+        (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
+        pass: Pass,
+        tw: &Twiddles,
+        epi: Epilogue<'_>,
+    ) -> Result<()> {
+        let (lg_n, [lo, hi, times, minus]) = checked((x, out), pass, tw, epi);
+        let finishes = !std::ptr::eq(x, out) || epi.scale.is_some() || epi.times.is_some() || epi.minus.is_some();
+        assert!(!finishes || pass.size == lg_n, "the pass {pass:?} is not the last back, yet finishes");
+        let Pass { size, k, lg_c } = pass;
+        // SAFETY: as `dif_pass`'s, each block writing `out` at the indices it read of `x`, and
+        // the epilogue's tables and vectors covering every index (asserted); a thread reads
+        // `times` only at the index it writes.
+        unsafe {
+            self.g16_ntt_dit_pass(
+                1 << (lg_n - k - lg_c),
+                THREADS,
+                stream,
+                x.ptr(),
+                out.ptr_mut(),
+                lg_n,
+                size,
+                k,
+                lg_c,
+                tw.0.ptr(),
+                lo,
+                hi,
+                times,
+                minus,
+            )
         }
     }
 
@@ -154,12 +227,8 @@ impl NttKernels {
         tw: &Twiddles,
         epi: Epilogue<'_>,
     ) -> Result<()> {
-        let lg_n = lg_len(x);
-        pass.check(lg_n);
+        let (lg_n, [lo, hi, times, minus]) = checked((x, out), pass, tw, epi);
         assert!(pass.size == pass.k, "the last pass {pass:?} cuts no further");
-        assert!(out.len() >= x.len(), "output vector of {} < {}", out.len(), x.len());
-        assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
-        let [lo, hi, times, minus] = epi.pointers(x.len());
         let Pass { k, lg_c, .. } = pass;
         let grid = 1 << (lg_n - k - lg_c);
         // SAFETY: the blocks of 2^lg_c columns of 2^k elements read `x` once and write every
@@ -205,6 +274,22 @@ impl NttKernels {
         // tables and vectors cover (asserted), each index read and written by its thread alone.
         unsafe { self.g16_ntt_epilogue(grid, THREADS, stream, x.ptr(), out.ptr_mut(), lg_n, lo, hi, times, minus) }
     }
+}
+
+/// log₂ of `x`'s length and the epilogue's pointers, once asserted that the pass fits `x`
+/// and the kernel's shared memory ([`Pass::check`]), and that `out`, the twiddles and the
+/// epilogue's operands cover it.
+fn checked(
+    (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
+    pass: Pass,
+    tw: &Twiddles,
+    epi: Epilogue<'_>,
+) -> (u32, [DevicePtr<Scalar>; 4]) {
+    let lg_n = lg_len(x);
+    pass.check(lg_n);
+    assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
+    assert!(out.len() >= x.len(), "output vector of {} < {}", out.len(), x.len());
+    (lg_n, epi.pointers(x.len()))
 }
 
 /// log₂ of the length, which must be a power of two.

@@ -1,4 +1,5 @@
-//! The h stage on the device: a, b, c to h = (a·b − c)/Z, left on the device for its MSM.
+//! The h stage on the device: a, b, c to h = (A·B − C)/Z in their own three vectors, left on
+//! the device for its MSM.
 //! Kernels in `cuda/ntt/ntt.cuh`, launched by `ffi/ntt.rs`; the same transforms as
 //! [`Domain`](crate::domain::Domain), so the result equals the CPU's bit for bit.
 
@@ -29,10 +30,10 @@ pub enum Transform {
     CosetIntt,
 }
 
-/// The NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds, into `out`, each
-/// output finished by `epi`: ⌈lg_n/8⌉ decimation-in-frequency passes of balanced stage counts,
-/// in place in `x` but the last, which writes `out` in natural order (the bit reversal in its
-/// stores). `x` is left as scratch.
+/// The NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds, from natural order
+/// into `out` in natural order, each output finished by `epi`: ⌈lg_n/8⌉
+/// decimation-in-frequency passes of balanced stage counts, in place in `x` but the last,
+/// which writes `out` (the bit reversal in its stores). `x` is left as scratch.
 ///
 /// # Panics
 /// As the passes' launches: if `x` is not a power of two long, `out` is shorter, `tw` does
@@ -51,31 +52,61 @@ fn ntt(
     let plan = passes(lg_n, LG_PASS, LG_PASS_K);
     let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
     for &pass in passes {
-        k.dif_pass(stream, x, pass, tw)?;
+        k.dif_pass(stream, x, pass, tw, None)?;
     }
     k.dif_last_pass(stream, (x, out), *last, tw, epi)
 }
 
-/// [`ntt`] through the spare vector, which then takes `x`'s place: `x` holds the result.
-fn ntt_in_place(
+/// The NTT of `x` in place, from natural order to bit-reversed order (the passes of [`ntt`],
+/// the last one in place), each output times c·bⁱ when `scale` holds the tables of c and b,
+/// i the frequency it holds (its index bit-reversed).
+fn ntt_to_bit_reversed(
     k: &NttKernels,
     stream: &Stream,
-    (x, spare): (&mut DeviceVec<Scalar>, &mut DeviceVec<Scalar>),
+    x: &DeviceVec<Scalar>,
+    tw: &Twiddles,
+    scale: Option<&PowerTables>,
+) -> Result<()> {
+    let lg_n = lg_len(x);
+    if lg_n == 0 {
+        return k.epilogue(stream, (x, x), Epilogue { scale, ..Epilogue::default() });
+    }
+    let plan = passes(lg_n, LG_PASS, LG_PASS_K);
+    let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
+    for &pass in passes {
+        k.dif_pass(stream, x, pass, tw, None)?;
+    }
+    k.dif_pass(stream, x, *last, tw, scale)
+}
+
+/// The NTT of `x`, held in bit-reversed order, into `out` (which may be `x`) in natural order,
+/// each output finished by `epi`: the passes of [`ntt`] transposed, last first, in place in
+/// `x` but the last, which writes `out`.
+fn ntt_from_bit_reversed(
+    k: &NttKernels,
+    stream: &Stream,
+    (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
     tw: &Twiddles,
     epi: Epilogue<'_>,
 ) -> Result<()> {
-    ntt(k, stream, (x, spare), tw, epi)?;
-    std::mem::swap(x, spare);
-    Ok(())
+    let lg_n = lg_len(x);
+    if lg_n == 0 {
+        return k.epilogue(stream, (x, out), epi);
+    }
+    let plan = passes(lg_n, LG_PASS, LG_PASS_K);
+    let (first, passes) = plan.split_first().expect("lg_n >= 1: one pass at least");
+    for &pass in passes.iter().rev() {
+        k.dit_pass(stream, (x, x), pass, tw, Epilogue::default())?;
+    }
+    k.dit_pass(stream, (x, out), *first, tw, epi)
 }
 
-/// Device buffers and tables of one domain size: a, b, c (h is left in a), the spare vector a
-/// transform writes into and swaps with its input, and the twiddle and scaling tables (each
-/// scaling's constant folded into its table), computed on the device.
+/// Device buffers and tables of one domain size: a, b, c (h is left in a), and the twiddle
+/// and scaling tables (each scaling's constant folded into its table), computed on the
+/// device.
 #[derive(Debug)]
 pub(crate) struct DeviceDomain {
     pub(crate) abc: [DeviceVec<Scalar>; 3],
-    spare: DeviceVec<Scalar>,
     omega: Twiddles,
     omega_inv: Twiddles,
     /// gⁱ: the shift to the coset before a coset NTT.
@@ -101,7 +132,6 @@ impl DeviceDomain {
         let over_mz = roots.m_inv * roots.z_inv_on_coset;
         let domain = DeviceDomain {
             abc: [DeviceVec::new(m)?, DeviceVec::new(m)?, DeviceVec::new(m)?],
-            spare: DeviceVec::new(m)?,
             omega: k.twiddles(roots.omega, m, stream)?,
             omega_inv: k.twiddles(roots.omega_inv, m, stream)?,
             g: k.power_tables(Roots::g(), Scalar::ONE, m, stream)?,
@@ -120,9 +150,10 @@ impl DeviceDomain {
         self.abc[0].len()
     }
 
-    /// Enqueues one transform of abc[i]; the result is abc[i] after (its buffer may change).
-    pub(crate) fn transform(&mut self, k: &NttKernels, stream: &Stream, i: usize, t: Transform) -> Result<()> {
-        let (x, spare) = (&mut self.abc[i], &mut self.spare);
+    /// Enqueues one transform of abc[0], in natural order; the result is abc[0] after (the
+    /// last pass writes abc[1], and the two swap: abc[1] is left as scratch).
+    pub(crate) fn transform(&mut self, k: &NttKernels, stream: &Stream, t: Transform) -> Result<()> {
+        let [x, out, _] = &self.abc;
         let (tw, epi) = match t {
             Transform::Ntt => (&self.omega, Epilogue::default()),
             Transform::Intt => (&self.omega_inv, Epilogue::scaled(&self.over_m)),
@@ -132,25 +163,31 @@ impl DeviceDomain {
             }
             Transform::CosetIntt => (&self.omega_inv, Epilogue::scaled(&self.g_inv_over_m)),
         };
-        ntt_in_place(k, stream, (x, spare), tw, epi)
+        ntt(k, stream, (x, out), tw, epi)?;
+        self.abc.swap(0, 1);
+        Ok(())
     }
 
-    /// Enqueues the h stage on a, b, c (already on the device) in six transforms, as
-    /// [`Domain::compute_h`](crate::domain::Domain::compute_h) computes it, recording `steps`
-    /// after its three steps: the iNTTs (a and b shifted to gH, ×gⁱ/m; c over Z, ×1/(mZ)); the
-    /// coset NTTs of a and b, b's last pass multiplying by a's into a (A·B on gH); and the
-    /// coset iNTT of that, less c (×g⁻ⁱ/(mZ), −C/Z): h = (P − C)/Z, left in a.
+    /// Enqueues the h stage on a, b, c (already on the device) in six transforms in their own
+    /// vectors, as [`Domain::compute_h`](crate::domain::Domain::compute_h) computes it,
+    /// recording `steps` after its three steps: the iNTTs of a and b into bit-reversed
+    /// order, shifted to gH (×gⁱ/m); their coset NTTs back into natural order, b's last pass
+    /// multiplying by a's into a (A·B on gH); and c's iNTT, its coefficients over Z
+    /// (×1/(mZ)) into b, then the coset iNTT of the product less them (×g⁻ⁱ/(mZ)) into c:
+    /// h = (P − C)/Z, which then takes a's place.
     pub(crate) fn h(&mut self, k: &NttKernels, stream: &Stream, steps: &[Event; 3]) -> Result<()> {
-        let DeviceDomain { abc: [a, b, c], spare, omega, omega_inv, g_over_m, over_mz, g_inv_over_mz, .. } = self;
-        for (x, scale) in [(&mut *a, &*g_over_m), (&mut *b, g_over_m), (&mut *c, over_mz)] {
-            ntt_in_place(k, stream, (x, spare), omega_inv, Epilogue::scaled(scale))?;
+        let [a, b, c] = &self.abc;
+        for x in [a, b] {
+            ntt_to_bit_reversed(k, stream, x, &self.omega_inv, Some(&self.g_over_m))?;
         }
         steps[0].record(stream).map_err(from_cust)?;
-        ntt_in_place(k, stream, (a, spare), omega, Epilogue::default())?;
-        ntt(k, stream, (b, a), omega, Epilogue { times: Some(a), ..Epilogue::default() })?;
+        ntt_from_bit_reversed(k, stream, (a, a), &self.omega, Epilogue::default())?;
+        ntt_from_bit_reversed(k, stream, (b, a), &self.omega, Epilogue { times: Some(a), ..Epilogue::default() })?;
         steps[1].record(stream).map_err(from_cust)?;
-        let epi = Epilogue { scale: Some(g_inv_over_mz), minus: Some(c), times: None };
-        ntt_in_place(k, stream, (a, spare), omega_inv, epi)?;
+        ntt(k, stream, (c, b), &self.omega_inv, Epilogue::scaled(&self.over_mz))?;
+        let epi = Epilogue { scale: Some(&self.g_inv_over_mz), minus: Some(b), times: None };
+        ntt(k, stream, (a, c), &self.omega_inv, epi)?;
+        self.abc.swap(0, 2);
         steps[2].record(stream).map_err(from_cust)
     }
 }

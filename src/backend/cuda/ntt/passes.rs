@@ -39,68 +39,165 @@ mod tests {
         }
     }
 
-    /// The transform as ntt.cuh computes it, block by block, on the host: the same passes,
-    /// shared-memory layout, butterflies, twiddles and last-pass loads and stores.
-    fn modelled_ntt(x: &[Scalar], omega: Scalar, lg_pass: u32, lg_pass_k: u32) -> Vec<Scalar> {
+    /// Where row j of column `col` of a pass lies in the vector (`place` in ntt.cuh).
+    fn place(&Pass { size, k, .. }: &Pass, col: usize, j: usize) -> usize {
+        let lg_m = size - k;
+        ((col >> lg_m) << size) + (j << lg_m) + (col & ((1 << lg_m) - 1))
+    }
+
+    /// The twiddle a pass that cuts further multiplies row j of column `col` by (after its
+    /// stages going forward, before them going back): ω^(lo·bitrev(j)) of its sub-transform.
+    fn twiddle(&Pass { size, k, .. }: &Pass, lg_n: u32, col: usize, j: usize, tw: &[Scalar]) -> Option<Scalar> {
+        let exp = ((col & ((1 << (size - k)) - 1)) * bitrev(j, k)) << (lg_n - size);
+        let half = tw.len();
+        (exp != 0).then(|| if exp >= half { -tw[exp - half] } else { tw[exp] })
+    }
+
+    /// A pass's k stages on a block's shared array (row j of column c at s[j·cols + c]):
+    /// decimation in frequency (r = k down to 1, (a + b, (a − b)·w)) or, `back`, its transpose
+    /// (r = 1 up to k, (a + w·b, a − w·b)), each butterfly's root ω_{2^r}^q.
+    fn stages(s: &mut [Scalar], k: u32, lg_c: u32, roots: &[Scalar], back: bool) {
+        let cols = 1usize << lg_c;
+        let order: Vec<u32> = if back { (1..=k).collect() } else { (1..=k).rev().collect() };
+        for r in order {
+            let (h, lg_g) = (1usize << (r - 1), k - r);
+            for u in 0..(cols << k) / 2 {
+                let (cu, gq) = (u & (cols - 1), u >> lg_c);
+                let (q, p0) = (gq >> lg_g, ((gq & ((1 << lg_g) - 1)) << r) + (gq >> lg_g));
+                let (lo, hi) = (p0 * cols + cu, (p0 + h) * cols + cu);
+                let w = (q != 0).then(|| roots[q << (k - r)]);
+                let (a, b) = (s[lo], s[hi]);
+                (s[lo], s[hi]) = match (back, w) {
+                    (false, w) => (a + b, w.map_or(a - b, |w| (a - b) * w)),
+                    (true, w) => {
+                        let b = w.map_or(b, |w| b * w);
+                        (a + b, a - b)
+                    }
+                };
+            }
+        }
+    }
+
+    /// The forward transform as ntt.cuh computes it, block by block, on the host: the same
+    /// passes, shared-memory layout, butterflies and twiddles; the last pass stores into
+    /// natural order out of place (`ntt_dif_last_pass`), or, not `natural`, in place, leaving
+    /// the transform in bit-reversed order (`ntt_dif_pass` with S = k).
+    fn modelled_dif(x: &[Scalar], omega: Scalar, (lg_pass, lg_pass_k): (u32, u32), natural: bool) -> Vec<Scalar> {
         let (n, lg_n) = (x.len(), x.len().trailing_zeros());
         let tw: Vec<Scalar> = std::iter::successors(Some(Scalar::ONE), |w| Some(w * omega)).take(n / 2).collect();
         let (mut d, mut out) = (x.to_vec(), vec![Scalar::ZERO; n]);
         let plan = passes(lg_n, lg_pass, lg_pass_k);
-        for (p, &Pass { size, k, lg_c }) in plan.iter().enumerate() {
-            let (last, cols, rows, lg_m) = (p + 1 == plan.len(), 1usize << lg_c, 1usize << k, size - k);
+        for (p, pass) in plan.iter().enumerate() {
+            let (last, cols, rows, k) = (p + 1 == plan.len() && natural, 1usize << pass.lg_c, 1usize << pass.k, pass.k);
             let roots: Vec<Scalar> = (0..rows / 2).map(|i| tw[i << (lg_n - k)]).collect();
-            for block in 0..1usize << (lg_n - k - lg_c) {
-                let col0 = block << lg_c;
+            for block in 0..1usize << (lg_n - k - pass.lg_c) {
+                let col0 = block << pass.lg_c;
                 let index = |c: usize, j: usize| match last {
                     true => (bitrev(col0 + c, lg_n - k) << k) + j,
-                    false => (((col0 + c) >> lg_m) << size) + (j << lg_m) + ((col0 + c) & ((1 << lg_m) - 1)),
+                    false => place(pass, col0 + c, j),
                 };
                 let mut s = vec![Scalar::ZERO; cols * rows];
                 for (c, j) in (0..cols).flat_map(|c| (0..rows).map(move |j| (c, j))) {
                     s[j * cols + c] = d[index(c, j)];
                 }
-                for r in (1..=k).rev() {
-                    let (h, lg_g) = (1usize << (r - 1), k - r);
-                    for u in 0..cols * rows / 2 {
-                        let (cu, gq) = (u & (cols - 1), u >> lg_c);
-                        let (q, p0) = (gq >> lg_g, ((gq & ((1 << lg_g) - 1)) << r) + (gq >> lg_g));
-                        let (a, b) = (s[p0 * cols + cu], s[(p0 + h) * cols + cu]);
-                        s[p0 * cols + cu] = a + b;
-                        s[(p0 + h) * cols + cu] = if q == 0 { a - b } else { (a - b) * roots[q << (k - r)] };
-                    }
-                }
+                stages(&mut s, k, pass.lg_c, &roots, false);
                 for (c, j) in (0..cols).flat_map(|c| (0..rows).map(move |j| (c, j))) {
                     let v = s[j * cols + c];
                     if last {
                         out[(bitrev(j, k) << (lg_n - k)) + col0 + c] = v;
                     } else {
-                        let exp = (((col0 + c) & ((1 << lg_m) - 1)) * bitrev(j, k)) << (lg_n - size);
-                        let w = tw[exp & (n / 2 - 1)];
-                        d[index(c, j)] = match exp {
-                            0 => v,
-                            e if e >= n / 2 => -(v * w),
-                            _ => v * w,
-                        };
+                        d[index(c, j)] = twiddle(pass, lg_n, col0 + c, j, &tw).map_or(v, |w| v * w);
                     }
                 }
             }
         }
-        out
+        if natural {
+            out
+        } else {
+            d
+        }
+    }
+
+    /// The transform back from bit-reversed order to natural order, as ntt.cuh's
+    /// `ntt_dit_pass` computes it on the host: the forward passes transposed, last first, each
+    /// multiplying by its twiddles before its stages, in place.
+    fn modelled_dit(x: &[Scalar], omega: Scalar, (lg_pass, lg_pass_k): (u32, u32)) -> Vec<Scalar> {
+        let (n, lg_n) = (x.len(), x.len().trailing_zeros());
+        let tw: Vec<Scalar> = std::iter::successors(Some(Scalar::ONE), |w| Some(w * omega)).take(n / 2).collect();
+        let mut d = x.to_vec();
+        for pass in passes(lg_n, lg_pass, lg_pass_k).iter().rev() {
+            let (cols, rows, k) = (1usize << pass.lg_c, 1usize << pass.k, pass.k);
+            let roots: Vec<Scalar> = (0..rows / 2).map(|i| tw[i << (lg_n - k)]).collect();
+            for block in 0..1usize << (lg_n - k - pass.lg_c) {
+                let col0 = block << pass.lg_c;
+                let mut s = vec![Scalar::ZERO; cols * rows];
+                for (c, j) in (0..cols).flat_map(|c| (0..rows).map(move |j| (c, j))) {
+                    let v = d[place(pass, col0 + c, j)];
+                    s[j * cols + c] = twiddle(pass, lg_n, col0 + c, j, &tw).map_or(v, |w| v * w);
+                }
+                stages(&mut s, k, pass.lg_c, &roots, true);
+                for (c, j) in (0..cols).flat_map(|c| (0..rows).map(move |j| (c, j))) {
+                    d[place(pass, col0 + c, j)] = s[j * cols + c];
+                }
+            }
+        }
+        d
+    }
+
+    fn bit_reversed(v: &[Scalar]) -> Vec<Scalar> {
+        let bits = v.len().trailing_zeros();
+        (0..v.len()).map(|i| v[bitrev(i, bits)]).collect()
     }
 
     #[test]
-    fn the_kernels_passes_and_natural_order_stores_give_the_cpu_transform() {
+    fn the_kernels_passes_give_the_cpu_transform_in_natural_and_bit_reversed_order() {
         // The kernels' pass shape (2^10 elements per block, 8 stages per pass) and smaller ones,
         // so that small transforms take several passes, several blocks and several columns.
-        for (lg_pass, lg_pass_k) in [(LG_PASS, LG_PASS_K), (4, 3), (3, 2), (2, 1)] {
+        for shape @ (lg_pass, lg_pass_k) in [(LG_PASS, LG_PASS_K), (4, 3), (3, 2), (2, 1)] {
             for lg_n in 1..=if lg_pass == LG_PASS { 17 } else { 11 } {
                 let n = 1usize << lg_n;
                 let x: Vec<Scalar> = (0..n as u64).map(|i| Scalar::from(i * i + 7)).collect();
                 let mut expected = x.clone();
                 Domain::new(n).unwrap().ntt(&mut expected);
-                let got = modelled_ntt(&x, Roots::new(n).unwrap().omega, lg_pass, lg_pass_k);
-                assert!(got == expected, "2^{lg_n}, blocks of 2^{lg_pass}, passes of {lg_pass_k} stages");
+                let omega = Roots::new(n).unwrap().omega;
+                let at = format!("2^{lg_n}, blocks of 2^{lg_pass}, passes of {lg_pass_k} stages");
+                assert!(modelled_dif(&x, omega, shape, true) == expected, "natural order, {at}");
+                assert!(modelled_dif(&x, omega, shape, false) == bit_reversed(&expected), "in place, {at}");
+                assert!(modelled_dit(&bit_reversed(&x), omega, shape) == expected, "from bit-reversed order, {at}");
             }
+        }
+    }
+
+    #[test]
+    fn the_device_h_stage_modelled_gives_the_cpus_h() {
+        // DeviceDomain::h's six transforms and their epilogues, on the models of its passes.
+        for lg_n in [1, 2, 5, 9, 12] {
+            let (n, roots) = (1usize << lg_n, Roots::new(1 << lg_n).unwrap());
+            let shape = (LG_PASS.min(lg_n.max(2)), 2);
+            let pow = |b: Scalar, e: usize| b.pow_vartime([e as u64]);
+            let [a, b, c]: [Vec<Scalar>; 3] =
+                std::array::from_fn(|v| (0..n as u64).map(|i| Scalar::from(i * i + 3 * v as u64 + 1)).collect());
+            // iNTTs into bit-reversed order, each output i times g^bitrev(i)/m.
+            let to_coset = |x: &[Scalar]| -> Vec<Scalar> {
+                let d = modelled_dif(x, roots.omega_inv, shape, false);
+                d.iter().enumerate().map(|(i, v)| v * pow(Roots::g(), bitrev(i, lg_n)) * roots.m_inv).collect()
+            };
+            let a_on_coset = modelled_dit(&to_coset(&a), roots.omega, shape);
+            let b_on_coset = modelled_dit(&to_coset(&b), roots.omega, shape);
+            let product: Vec<Scalar> = a_on_coset.iter().zip(&b_on_coset).map(|(a, b)| a * b).collect();
+            let over_mz = roots.m_inv * roots.z_inv_on_coset;
+            let c_over_z: Vec<Scalar> =
+                modelled_dif(&c, roots.omega_inv, shape, true).iter().map(|v| v * over_mz).collect();
+            let p = modelled_dif(&product, roots.omega_inv, shape, true);
+            let h: Vec<Scalar> = p
+                .iter()
+                .zip(&c_over_z)
+                .enumerate()
+                .map(|(i, (p, c))| p * pow(Roots::g_inv(), i) * over_mz - c)
+                .collect();
+            let (mut a, mut b, mut c) = (a, b, c);
+            Domain::new(n).unwrap().compute_h(&mut a, &mut b, &mut c);
+            assert!(h == a, "2^{lg_n}");
         }
     }
 
