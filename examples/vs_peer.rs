@@ -95,6 +95,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         synthesis_threads: threads,
         queue_depth_per_device: depth,
         verify_proofs: !timing,
+        // `--witness-only 1` and a recording that does not fit: stop, not synthesize in full.
+        require_witness_only: witness_only,
         // Room for every partition in flight, pinned.
         pool: PoolConfig { max_bytes: (threads + depth + 1) * partition + (1 << 30), ..PoolConfig::default() },
         ..defaults

@@ -47,6 +47,13 @@ pub struct Config {
     /// [`PartitionTimings::verify`](crate::PartitionTimings::verify)). Turn it off only when
     /// the caller verifies anyway.
     pub verify_proofs: bool,
+    /// Refuse to start ([`Error::Config`](crate::Error::Config)) unless every partition can be
+    /// proven witness-only: the key has [recorded constraints](crate::R1cs) and every backend
+    /// evaluates them (a device does when they fit beside the key's bases, streamed or not).
+    /// Default `false`: a prover that cannot synthesizes every circuit in full, logged and
+    /// told by [`Prover::is_witness_only`](crate::Prover::is_witness_only); at Filecoin's
+    /// sizes that holds hundreds of times the host memory a partition held witness-only.
+    pub require_witness_only: bool,
 }
 
 impl Default for Config {
@@ -59,6 +66,7 @@ impl Default for Config {
             pool: PoolConfig::default(),
             prewarm_partitions: None,
             verify_proofs: true,
+            require_witness_only: false,
         }
     }
 }

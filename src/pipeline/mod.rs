@@ -193,7 +193,8 @@ impl Prover {
     ///
     /// # Errors
     /// [`Error::InvalidKey`] for a malformed key; [`Error::Config`] for a setting out of range
-    /// (see [`Config`]), no factory, or a pool cap that cannot hold one partition; the error
+    /// (see [`Config`]), no factory, a pool cap that cannot hold one partition, or
+    /// [`Config::require_witness_only`] unmet; the error
     /// of the first factory (in order) that fails. Every proving thread has ended, and the
     /// backends made are dropped, when an error is returned.
     pub fn with_backends<B, F>(
@@ -250,6 +251,18 @@ impl Prover {
             log::info!(
                 "the {backend} backend does not evaluate recorded constraints: circuits are synthesized in full"
             );
+        }
+        if config.require_witness_only && !witness_only {
+            let why = match made.iter().find(|m| !m.evaluates_recorded_constraints) {
+                Some(m) if shape.recording.is_some() => format!(
+                    "the {} backend does not evaluate the key's recorded constraints (a device holds them only \
+                     where they fit beside the key: see its DeviceReport)",
+                    m.name
+                ),
+                _ => "the key has no recorded constraints (ProvingKey::with_r1cs, KeyFile::with_r1cs_file)".to_owned(),
+            };
+            let e = Error::Config(format!("require_witness_only: {why}"));
+            return Err(stop_threads(proving_threads, (jobs, stop), e));
         }
         let lengths = shape.partition_lengths();
         let sizes = witness_buffer_bytes(lengths, witness_only)

@@ -154,21 +154,25 @@ fn h_equals_bellperson_quotient() {
     assert_eq!(a, ea.into_coeffs());
 }
 
-/// The CPU backend over a copy of the key it makes (the recording too), as a device copies
-/// the bases and the matrices to itself: it holds nothing of the key it was given.
-struct OwnCopy(pinprove::backend::CpuBackend);
+/// The CPU backend under another name, evaluating recorded constraints or, as a device that
+/// could not place them beside the key, not.
+struct Wrapped {
+    cpu: pinprove::backend::CpuBackend,
+    name: &'static str,
+    evaluates: bool,
+}
 
-impl pinprove::backend::Backend for OwnCopy {
+impl pinprove::backend::Backend for Wrapped {
     fn name(&self) -> &'static str {
-        "cpu over its own copy"
+        self.name
     }
 
     fn evaluates_recorded_constraints(&self) -> bool {
-        true
+        self.evaluates
     }
 
     fn h(&mut self, w: &mut pinprove::backend::Witness, t: &mut pinprove::PartitionTimings) -> pinprove::Result<()> {
-        self.0.h(w, t)
+        self.cpu.h(w, t)
     }
 
     fn msm(
@@ -176,7 +180,7 @@ impl pinprove::backend::Backend for OwnCopy {
         w: &pinprove::backend::Witness,
         t: &mut pinprove::PartitionTimings,
     ) -> pinprove::Result<pinprove::backend::MsmSums> {
-        self.0.msm(w, t)
+        self.cpu.msm(w, t)
     }
 }
 
@@ -198,7 +202,10 @@ fn a_prover_keeps_no_key_of_its_own_and_proves_the_same() {
         let k = k.load()?;
         let mut copy = ProvingKey::clone(&k);
         copy.r1cs = k.r1cs.as_deref().map(|r| std::sync::Arc::new(r.clone()));
-        Ok(OwnCopy(pinprove::backend::CpuBackend::new(std::sync::Arc::new(copy))?))
+        let cpu = pinprove::backend::CpuBackend::new(std::sync::Arc::new(copy))?;
+        // Over a copy of the key it makes (the recording too), as a device copies the bases
+        // and the matrices to itself: it holds nothing of the key it was given.
+        Ok(Wrapped { cpu, name: "cpu over its own copy", evaluates: true })
     };
     let pool = pinprove::PinnedPool::new(config.pool);
     let copying = Prover::with_backends(std::sync::Arc::clone(&key), config, pool, vec![own]).unwrap();
@@ -222,4 +229,40 @@ fn a_prover_keeps_no_key_of_its_own_and_proves_the_same() {
     copying.shutdown();
     cpu.shutdown();
     assert_eq!(std::sync::Arc::strong_count(&key), 1, "the backends let go of the key");
+}
+
+/// `Config::require_witness_only`: a prover that would synthesize in full (a key without a
+/// recording, or a backend that does not evaluate it) is refused when made, typed, its
+/// backends dropped and its threads ended; without it the prover synthesizes in full and its
+/// proofs are bellperson's; with the CPU backend it proves witness-only.
+#[test]
+fn a_prover_required_to_prove_witness_only_is_refused_when_it_cannot() {
+    use std::sync::Arc;
+    let mut rng = ChaCha20Rng::seed_from_u64(4);
+    let circuit =
+        MimcChain { x0: Scalar::from(5), constants: MimcChain::constants(20), public_output: true, unused: 0 };
+    let params = bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
+    let bare = ProvingKey::from(&params);
+    let key = Arc::new(bare.clone().with_r1cs(pinprove::R1cs::record(circuit.clone()).unwrap()).unwrap());
+    let require = Config { synthesis_threads: 2, require_witness_only: true, ..Config::default() };
+    let refused = |e: pinprove::Error, why: &str| matches!(&e, pinprove::Error::Config(m) if m.contains(why));
+
+    assert!(refused(Prover::new(bare, require).unwrap_err(), "no recorded constraints"));
+    let in_full = |k: &pinprove::KeySource| {
+        let cpu = pinprove::backend::CpuBackend::new(k.load()?)?;
+        Ok(Wrapped { cpu, name: "cpu in full only", evaluates: false })
+    };
+    let pool = || pinprove::PinnedPool::new(require.pool);
+    let e = Prover::with_backends(Arc::clone(&key), require, pool(), vec![in_full]).unwrap_err();
+    assert!(refused(e, "cpu in full only backend does not evaluate"));
+    assert_eq!(Arc::strong_count(&key), 1, "the backend made was dropped, its thread ended");
+
+    let lenient = Config { require_witness_only: false, ..require };
+    let in_full = Prover::with_backends(Arc::clone(&key), lenient, pool(), vec![in_full]).unwrap();
+    assert!(!in_full.is_witness_only());
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let proof = in_full.prove_with_randomness(vec![(with_x0(&circuit, 8), r, s)]).unwrap().remove(0).unwrap();
+    let theirs = bp::create_proof::<Bls12, _, _>(with_x0(&circuit, 8), &params, r, s).unwrap();
+    assert_eq!(proof, Proof::from(&theirs));
+    assert!(Prover::new(key, require).unwrap().is_witness_only());
 }
