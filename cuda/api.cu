@@ -26,18 +26,19 @@ using fp2 = fp2_t<fp_t>;
 
 extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 g16_ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c, const fr_t* tw,
-                 const fr_t* pw_lo, const fr_t* pw_hi)
-{   ntt_dif_pass(d_x, lg_n, S, k, lg_c, tw, pw_lo, pw_hi);   }
+                 uint32_t inverse, const fr_t* pw_lo, const fr_t* pw_hi)
+{   ntt_dif_pass(d_x, lg_n, S, k, lg_c, twiddles_t{tw, lg_n, inverse != 0}, pw_lo, pw_hi);   }
 
 extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 g16_ntt_dit_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c,
-                 const fr_t* tw, const fr_t* pw_lo, const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
-{   ntt_dit_pass(d_x, d_out, lg_n, S, k, lg_c, tw, pw_lo, pw_hi, times, minus);   }
+                 const fr_t* tw, uint32_t inverse, const fr_t* pw_lo, const fr_t* pw_hi, const fr_t* times,
+                 const fr_t* minus)
+{   ntt_dit_pass(d_x, d_out, lg_n, S, k, lg_c, twiddles_t{tw, lg_n, inverse != 0}, pw_lo, pw_hi, times, minus);   }
 
 extern "C" __global__ void __launch_bounds__(NTT_THREADS)
 g16_ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k, uint32_t lg_c, const fr_t* tw,
-                      const fr_t* pw_lo, const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
-{   ntt_dif_last_pass(d_x, d_out, lg_n, k, lg_c, tw, pw_lo, pw_hi, times, minus);   }
+                      uint32_t inverse, const fr_t* pw_lo, const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
+{   ntt_dif_last_pass(d_x, d_out, lg_n, k, lg_c, twiddles_t{tw, lg_n, inverse != 0}, pw_lo, pw_hi, times, minus);   }
 
 extern "C" __global__ void g16_ntt_epilogue(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, const fr_t* pw_lo,
                                             const fr_t* pw_hi, const fr_t* times, const fr_t* minus)

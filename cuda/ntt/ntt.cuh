@@ -13,8 +13,9 @@
 // element (the product A·B on the coset), less a third's (h = (P − C)/Z), so none of these
 // costs a pass of its own.
 // A 2^24 transform moves the vector 3 times; a pass copies its elements and roots into shared
-// memory by cp.async (sm_80+), so that a thread's loads wait on DRAM together. Twiddles w^e
-// come from one flat table (e < n/2): a twiddle costs a load rather than a product.
+// memory by cp.async (sm_80+), so that a thread's loads wait on DRAM together. Twiddles come
+// from one flat table of the domain's ω^e (e < n/2), which serves ω⁻¹ too (twiddles_t): a
+// twiddle costs a load rather than a product.
 // Scalings c·b^i come from two small tables, hi[i >> 12] * lo[i & 4095] with c folded into hi:
 // one product for the factor, one to apply it.
 #ifndef PINPROVE_NTT_NTT_CUH
@@ -74,13 +75,42 @@ __device__ __forceinline__ fr_t epilogue(fr_t v, size_t i, const fr_t* pw_lo, co
     return v;
 }
 
-// The stages' roots ω_{2^k}^q = tw[q·2^(lg_n − k)] into `roots` by cp.async, in flight with
-// the caller's loads until async_copies_wait().
-__device__ __forceinline__ void copy_roots(fr_t* roots, uint32_t k, uint32_t lg_n, const fr_t* tw)
-{
-    for (uint32_t i = threadIdx.x; i < (1u << k) / 2; i += blockDim.x)
-        async_copy(&roots[i], &tw[(size_t)i << (lg_n - k)]);
-}
+// The one twiddle table of a 2^lg_n domain, tw[e] = ω^e for e < n/2, serves both of its
+// roots: ω^(n/2) = −1, and ω^(−e) = −ω^(n/2 − e).
+struct twiddles_t {
+    const fr_t* tw;
+    uint32_t lg_n;
+    bool inverse; // powers of ω⁻¹
+
+    // Where the power e < n/2 of the root is in the table, up to its sign: e itself going
+    // forward, n/2 − e back (the power then negated, but for e = 0).
+    __device__ __forceinline__ size_t at(size_t e) const
+    {   return inverse && e ? ((size_t)1 << (lg_n - 1)) - e : e;   }
+
+    // The root to the power e < n.
+    __device__ __forceinline__ fr_t pow(size_t e) const
+    {
+        const size_t half = (size_t)1 << (lg_n - 1), r = e & (half - 1);
+        fr_t w = tw[at(r)];
+        w.cneg((e >= half) != (inverse && r));
+        return w;
+    }
+
+    // The stages' roots ω_{2^k}^(±q) = pow(q·2^(lg_n − k)) into `roots` by cp.async, in flight
+    // with the caller's loads until async_copies_wait(); then roots_copied() by the same
+    // threads gives them their sign.
+    __device__ __forceinline__ void copy_roots(fr_t* roots, uint32_t k) const
+    {
+        for (uint32_t i = threadIdx.x; i < (1u << k) / 2; i += blockDim.x)
+            async_copy(&roots[i], &tw[at((size_t)i << (lg_n - k))]);
+    }
+
+    __device__ __forceinline__ void roots_copied(fr_t* roots, uint32_t k) const
+    {
+        for (uint32_t i = threadIdx.x; i < (1u << k) / 2; i += blockDim.x)
+            roots[i].cneg(inverse && i);
+    }
+};
 
 // The k radix-2 stages of a block's 2^lg_c columns of 2^k elements in shared memory (row j
 // of column c at s[j·C + c]; loaded, with the roots, before the barrier that precedes this),
@@ -123,6 +153,7 @@ __device__ __forceinline__ void stages(fr_t* s, const fr_t* roots, uint32_t k, u
 // 2^lg_c consecutive lo of one sub-transform, so that its rows are contiguous in memory.
 struct four_step {
     uint32_t lg_n, S, k, lg_c;
+    twiddles_t tw;
 
     // Element e of block b: its column c and row j, and its index in the vector.
     __device__ __forceinline__ size_t place(uint32_t e, uint32_t& c, uint32_t& j) const
@@ -136,7 +167,7 @@ struct four_step {
 
     // Starts the block's copies of its elements into s and of the stages' roots into roots:
     // in flight until async_copies_wait().
-    __device__ __forceinline__ void load(fr_t* s, fr_t* roots, const fr_t* d_x, const fr_t* tw) const
+    __device__ __forceinline__ void load(fr_t* s, fr_t* roots, const fr_t* d_x) const
     {
         const uint32_t C = 1u << lg_c, elems = C << k;
         uint32_t c, j;
@@ -144,21 +175,16 @@ struct four_step {
             const size_t i = place(e, c, j);
             async_copy(&s[j * C + c], &d_x[i]);
         }
-        copy_roots(roots, k, lg_n, tw);
+        tw.copy_roots(roots, k);
     }
 
     // v times the twiddle ω_{2^S}^(lo·bitrev(j)) of row j of column c, which makes the rows of
-    // 2^(S-k) elements the next pass's sub-transforms (one for S = k). tw[e] = ω^e, e < n/2.
-    __device__ __forceinline__ fr_t twiddled(fr_t v, uint32_t c, uint32_t j, const fr_t* tw) const
+    // 2^(S-k) elements the next pass's sub-transforms (one for S = k).
+    __device__ __forceinline__ fr_t twiddled(fr_t v, uint32_t c, uint32_t j) const
     {
         const size_t lo = (((size_t)blockIdx.x << lg_c) + c) & (((size_t)1 << (S - k)) - 1);
         const size_t exp = (lo * (__brev(j) >> (32 - k))) << (lg_n - S); // < 2^lg_n
-        if (!exp)
-            return v;
-        const size_t half = (size_t)1 << (lg_n - 1);
-        fr_t w = tw[exp & (half - 1)];
-        w.cneg(exp >= half); // ω^(n/2) = -1
-        return v * w;
+        return exp ? v * tw.pow(exp) : v;
     }
 };
 
@@ -168,20 +194,21 @@ struct four_step {
 // scale the output at i by c·b^bitrev(i) (the coefficient it holds; power tables where
 // pw_lo is not null), or ntt_dif_last_pass takes its place and reorders.
 __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c,
-                                             const fr_t* tw, const fr_t* pw_lo, const fr_t* pw_hi)
+                                             twiddles_t tw, const fr_t* pw_lo, const fr_t* pw_hi)
 {
     fr_t* roots;
     fr_t* s = pass_shared(roots);
-    const four_step pass{lg_n, S, k, lg_c};
+    const four_step pass{lg_n, S, k, lg_c, tw};
     const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
     uint32_t c, j;
-    pass.load(s, roots, d_x, tw);
+    pass.load(s, roots, d_x);
     async_copies_wait();
+    tw.roots_copied(roots, k);
     __syncthreads();
     stages<false>(s, roots, k, lg_c);
     for (uint32_t e = t; e < elems; e += T) {
         const size_t i = pass.place(e, c, j);
-        fr_t v = pass.twiddled(s[j * C + c], c, j, tw);
+        fr_t v = pass.twiddled(s[j * C + c], c, j);
         if (pw_lo)
             v = v * table_pow(pw_lo, pw_hi, __brev((uint32_t)i) >> (32 - lg_n));
         d_x[i] = v;
@@ -193,19 +220,20 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
 // back, in place; the first pass (S = lg_n) writes d_out (which may be d_x) at the same
 // indices, finished by the epilogue (null pointers for the passes before it).
 __device__ __forceinline__ void ntt_dit_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t S, uint32_t k,
-                                             uint32_t lg_c, const fr_t* tw, const fr_t* pw_lo, const fr_t* pw_hi,
+                                             uint32_t lg_c, twiddles_t tw, const fr_t* pw_lo, const fr_t* pw_hi,
                                              const fr_t* times, const fr_t* minus)
 {
     fr_t* roots;
     fr_t* s = pass_shared(roots);
-    const four_step pass{lg_n, S, k, lg_c};
+    const four_step pass{lg_n, S, k, lg_c, tw};
     const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
     uint32_t c, j;
-    pass.load(s, roots, d_x, tw);
+    pass.load(s, roots, d_x);
     async_copies_wait();
+    tw.roots_copied(roots, k);
     for (uint32_t e = t; e < elems; e += T) { // the elements this thread loaded itself
         pass.place(e, c, j);
-        s[j * C + c] = pass.twiddled(s[j * C + c], c, j, tw);
+        s[j * C + c] = pass.twiddled(s[j * C + c], c, j);
     }
     __syncthreads();
     stages<true>(s, roots, k, lg_c);
@@ -221,7 +249,7 @@ __device__ __forceinline__ void ntt_dit_pass(const fr_t* d_x, fr_t* d_out, uint3
 // the bit reversal after the DIF would put it, each row's 2^lg_c elements contiguous, finished
 // by the epilogue. times may be d_out itself: each index is read and written by one thread.
 __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, uint32_t lg_n, uint32_t k,
-                                                  uint32_t lg_c, const fr_t* tw, const fr_t* pw_lo,
+                                                  uint32_t lg_c, twiddles_t tw, const fr_t* pw_lo,
                                                   const fr_t* pw_hi, const fr_t* times, const fr_t* minus)
 {
     fr_t* roots;
@@ -234,8 +262,9 @@ __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, 
         const size_t col = L ? __brev(r0 + c) >> (32 - L) : 0;
         async_copy(&s[j * C + c], &d_x[(col << k) + j]);
     }
-    copy_roots(roots, k, lg_n, tw);
+    tw.copy_roots(roots, k);
     async_copies_wait();
+    tw.roots_copied(roots, k);
     __syncthreads();
     stages<false>(s, roots, k, lg_c);
     for (uint32_t e = t; e < elems; e += T) { // and write along a row

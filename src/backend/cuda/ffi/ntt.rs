@@ -19,20 +19,20 @@ kernels! {
         /// tables at the bit-reversed index when they are given.
         fn g16_ntt_dif_pass(
             d_x: DevicePtrMut<Scalar>, lg_n: u32, s: u32, k: u32, lg_c: u32, tw: DevicePtr<Scalar>,
-            pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
+            inverse: u32, pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
         );
         /// One pass back from bit-reversed order (the transposed decimation in frequency), in
         /// place but the last (s = lg_n), which writes d_out finished by the epilogue.
         fn g16_ntt_dit_pass(
             d_x: DevicePtr<Scalar>, d_out: DevicePtrMut<Scalar>, lg_n: u32, s: u32, k: u32, lg_c: u32,
-            tw: DevicePtr<Scalar>, pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
+            tw: DevicePtr<Scalar>, inverse: u32, pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
             times: DevicePtr<Scalar>, minus: DevicePtr<Scalar>,
         );
         /// The last pass, out of place into natural order, each output finished by the
         /// epilogue (null pointers: steps not taken).
         fn g16_ntt_dif_last_pass(
             d_x: DevicePtr<Scalar>, d_out: DevicePtrMut<Scalar>, lg_n: u32, k: u32, lg_c: u32,
-            tw: DevicePtr<Scalar>, pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
+            tw: DevicePtr<Scalar>, inverse: u32, pw_lo: DevicePtr<Scalar>, pw_hi: DevicePtr<Scalar>,
             times: DevicePtr<Scalar>, minus: DevicePtr<Scalar>,
         );
         /// outᵢ ← the epilogue of xᵢ, element-wise.
@@ -45,9 +45,29 @@ kernels! {
     }
 }
 
-/// The twiddles of one root w on the device: w^e for e < n/2, one flat table.
+/// The twiddles of a domain's root ω on the device: ω^e for e < n/2, one flat table, which
+/// serves ω⁻¹ too (ω^(−e) = −ω^(n/2 − e), twiddles_t in ntt.cuh).
 #[derive(Debug)]
 pub(crate) struct Twiddles(DeviceVec<Scalar>);
+
+/// The root a transform takes its twiddles from: the table's ω, or ω⁻¹ from the same table.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Root<'a> {
+    twiddles: &'a Twiddles,
+    inverse: bool,
+}
+
+impl Twiddles {
+    /// ω: a forward transform's root.
+    pub(crate) fn forward(&self) -> Root<'_> {
+        Root { twiddles: self, inverse: false }
+    }
+
+    /// ω⁻¹: an inverse transform's root.
+    pub(crate) fn inverse(&self) -> Root<'_> {
+        Root { twiddles: self, inverse: true }
+    }
+}
 
 /// Two-level power tables of a base b, times a constant c, on the device:
 /// c·b^e = hi[e >> 12] · lo[e & 4095], with c folded into hi, so that a kernel scaling by them
@@ -132,11 +152,11 @@ impl NttKernels {
     }
 
     /// Enqueues one decimation-in-frequency pass of the NTT of `x`, in place, with the
-    /// twiddles `tw`; the last (size = k) leaves the transform in bit-reversed order, each
+    /// twiddles of `root`; the last (size = k) leaves the transform in bit-reversed order, each
     /// output times c·b^bitrev(i) when `scale` holds the tables of c and b.
     ///
     /// # Panics
-    /// If `x` is not a power of two long, `tw` does not hold its len/2 twiddles, the pass
+    /// If `x` is not a power of two long, its twiddle table does not hold len/2, the pass
     /// does not fit the vector and the kernel's shared memory ([`Pass::check`]), or a scaled
     /// pass is not the last or its tables do not cover the length.
     pub(crate) fn dif_pass(
@@ -144,15 +164,15 @@ impl NttKernels {
         stream: &Stream,
         x: &DeviceVec<Scalar>,
         pass: Pass,
-        tw: &Twiddles,
+        root: Root<'_>,
         scale: Option<&PowerTables>,
     ) -> Result<()> {
-        let (lg_n, [lo, hi, ..]) = checked((x, x), pass, tw, Epilogue { scale, ..Epilogue::default() });
+        let (lg_n, [lo, hi, ..]) = checked((x, x), pass, root, Epilogue { scale, ..Epilogue::default() });
         assert!(scale.is_none() || pass.size == pass.k, "the pass {pass:?} scales but cuts further");
         let Pass { size, k, lg_c } = pass;
         // SAFETY: the 2^(lg_n−k−lg_c) blocks of 2^lg_c columns of 2^k elements cover the
         // 2^lg_n elements of `x` once, 2^(k+lg_c) <= 2^LG_PASS per block (its shared array),
-        // and read twiddles below 2^(lg_n−1), all in `tw`, and the power tables, when given,
+        // and read twiddles below 2^(lg_n−1), all in its table, and the power tables, when given,
         // below 2^lg_n, which they cover (checked and asserted).
         unsafe {
             self.g16_ntt_dif_pass(
@@ -164,7 +184,8 @@ impl NttKernels {
                 size,
                 k,
                 lg_c,
-                tw.0.ptr(),
+                root.twiddles.0.ptr(),
+                u32::from(root.inverse),
                 lo,
                 hi,
             )
@@ -183,10 +204,10 @@ impl NttKernels {
         stream: &Stream,
         (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
         pass: Pass,
-        tw: &Twiddles,
+        root: Root<'_>,
         epi: Epilogue<'_>,
     ) -> Result<()> {
-        let (lg_n, [lo, hi, times, minus]) = checked((x, out), pass, tw, epi);
+        let (lg_n, [lo, hi, times, minus]) = checked((x, out), pass, root, epi);
         let finishes = !std::ptr::eq(x, out) || epi.scale.is_some() || epi.times.is_some() || epi.minus.is_some();
         assert!(!finishes || pass.size == lg_n, "the pass {pass:?} is not the last back, yet finishes");
         let Pass { size, k, lg_c } = pass;
@@ -204,7 +225,8 @@ impl NttKernels {
                 size,
                 k,
                 lg_c,
-                tw.0.ptr(),
+                root.twiddles.0.ptr(),
+                u32::from(root.inverse),
                 lo,
                 hi,
                 times,
@@ -224,10 +246,10 @@ impl NttKernels {
         stream: &Stream,
         (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
         pass: Pass,
-        tw: &Twiddles,
+        root: Root<'_>,
         epi: Epilogue<'_>,
     ) -> Result<()> {
-        let (lg_n, [lo, hi, times, minus]) = checked((x, out), pass, tw, epi);
+        let (lg_n, [lo, hi, times, minus]) = checked((x, out), pass, root, epi);
         assert!(pass.size == pass.k, "the last pass {pass:?} cuts no further");
         let Pass { k, lg_c, .. } = pass;
         let grid = 1 << (lg_n - k - lg_c);
@@ -246,7 +268,8 @@ impl NttKernels {
                 lg_n,
                 k,
                 lg_c,
-                tw.0.ptr(),
+                root.twiddles.0.ptr(),
+                u32::from(root.inverse),
                 lo,
                 hi,
                 times,
@@ -282,12 +305,13 @@ impl NttKernels {
 fn checked(
     (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
     pass: Pass,
-    tw: &Twiddles,
+    root: Root<'_>,
     epi: Epilogue<'_>,
 ) -> (u32, [DevicePtr<Scalar>; 4]) {
     let lg_n = lg_len(x);
     pass.check(lg_n);
-    assert!(tw.0.len() >= x.len() / 2, "twiddle table of {} < {}", tw.0.len(), x.len() / 2);
+    let tw = &root.twiddles.0;
+    assert!(tw.len() >= x.len() / 2, "twiddle table of {} < {}", tw.len(), x.len() / 2);
     assert!(out.len() >= x.len(), "output vector of {} < {}", out.len(), x.len());
     (lg_n, epi.pointers(x.len()))
 }

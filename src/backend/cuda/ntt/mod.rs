@@ -12,7 +12,7 @@ use ff::Field;
 
 use self::passes::passes;
 use crate::backend::cuda::ffi::geometry::{LG_PASS, LG_PASS_K};
-use crate::backend::cuda::ffi::ntt::{lg_len, Epilogue, NttKernels, PowerTables, Twiddles};
+use crate::backend::cuda::ffi::ntt::{lg_len, Epilogue, NttKernels, PowerTables, Root, Twiddles};
 use crate::backend::cuda::ffi::{from_cust, DeviceVec};
 use crate::domain::Roots;
 use crate::error::Result;
@@ -30,19 +30,19 @@ pub enum Transform {
     CosetIntt,
 }
 
-/// The NTT of `x` (length 2^lg_n) with the root whose powers `tw` holds, from natural order
+/// The NTT of `x` (length 2^lg_n) with `root`, from natural order
 /// into `out` in natural order, each output finished by `epi`: ⌈lg_n/8⌉
 /// decimation-in-frequency passes of balanced stage counts, in place in `x` but the last,
 /// which writes `out` (the bit reversal in its stores). `x` is left as scratch.
 ///
 /// # Panics
-/// As the passes' launches: if `x` is not a power of two long, `out` is shorter, `tw` does
-/// not hold the len/2 twiddles or the epilogue's operands do not cover the length.
+/// As the passes' launches: if `x` is not a power of two long, `out` is shorter, the root's
+/// table does not hold the len/2 twiddles or the epilogue's operands do not cover the length.
 fn ntt(
     k: &NttKernels,
     stream: &Stream,
     (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
-    tw: &Twiddles,
+    root: Root<'_>,
     epi: Epilogue<'_>,
 ) -> Result<()> {
     let lg_n = lg_len(x);
@@ -52,9 +52,9 @@ fn ntt(
     let plan = passes(lg_n, LG_PASS, LG_PASS_K);
     let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
     for &pass in passes {
-        k.dif_pass(stream, x, pass, tw, None)?;
+        k.dif_pass(stream, x, pass, root, None)?;
     }
-    k.dif_last_pass(stream, (x, out), *last, tw, epi)
+    k.dif_last_pass(stream, (x, out), *last, root, epi)
 }
 
 /// The NTT of `x` in place, from natural order to bit-reversed order (the passes of [`ntt`],
@@ -64,7 +64,7 @@ fn ntt_to_bit_reversed(
     k: &NttKernels,
     stream: &Stream,
     x: &DeviceVec<Scalar>,
-    tw: &Twiddles,
+    root: Root<'_>,
     scale: Option<&PowerTables>,
 ) -> Result<()> {
     let lg_n = lg_len(x);
@@ -74,9 +74,9 @@ fn ntt_to_bit_reversed(
     let plan = passes(lg_n, LG_PASS, LG_PASS_K);
     let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
     for &pass in passes {
-        k.dif_pass(stream, x, pass, tw, None)?;
+        k.dif_pass(stream, x, pass, root, None)?;
     }
-    k.dif_pass(stream, x, *last, tw, scale)
+    k.dif_pass(stream, x, *last, root, scale)
 }
 
 /// The NTT of `x`, held in bit-reversed order, into `out` (which may be `x`) in natural order,
@@ -86,7 +86,7 @@ fn ntt_from_bit_reversed(
     k: &NttKernels,
     stream: &Stream,
     (x, out): (&DeviceVec<Scalar>, &DeviceVec<Scalar>),
-    tw: &Twiddles,
+    root: Root<'_>,
     epi: Epilogue<'_>,
 ) -> Result<()> {
     let lg_n = lg_len(x);
@@ -96,9 +96,9 @@ fn ntt_from_bit_reversed(
     let plan = passes(lg_n, LG_PASS, LG_PASS_K);
     let (first, passes) = plan.split_first().expect("lg_n >= 1: one pass at least");
     for &pass in passes.iter().rev() {
-        k.dit_pass(stream, (x, x), pass, tw, Epilogue::default())?;
+        k.dit_pass(stream, (x, x), pass, root, Epilogue::default())?;
     }
-    k.dit_pass(stream, (x, out), *first, tw, epi)
+    k.dit_pass(stream, (x, out), *first, root, epi)
 }
 
 /// Device buffers and tables of one domain size: a, b, c (h is left in a), and the twiddle
@@ -107,8 +107,8 @@ fn ntt_from_bit_reversed(
 #[derive(Debug)]
 pub(crate) struct DeviceDomain {
     pub(crate) abc: [DeviceVec<Scalar>; 3],
-    omega: Twiddles,
-    omega_inv: Twiddles,
+    /// ωᵉ for e < m/2, which serve ω⁻¹ as well.
+    twiddles: Twiddles,
     /// gⁱ: the shift to the coset before a coset NTT.
     g: PowerTables,
     /// gⁱ/m: an iNTT's 1/m and the shift to the coset, after it.
@@ -132,8 +132,7 @@ impl DeviceDomain {
         let over_mz = roots.m_inv * roots.z_inv_on_coset;
         let domain = DeviceDomain {
             abc: [DeviceVec::new(m)?, DeviceVec::new(m)?, DeviceVec::new(m)?],
-            omega: k.twiddles(roots.omega, m, stream)?,
-            omega_inv: k.twiddles(roots.omega_inv, m, stream)?,
+            twiddles: k.twiddles(roots.omega, m, stream)?,
             g: k.power_tables(Roots::g(), Scalar::ONE, m, stream)?,
             g_over_m: k.power_tables(Roots::g(), roots.m_inv, m, stream)?,
             g_inv_over_m: k.power_tables(Roots::g_inv(), roots.m_inv, m, stream)?,
@@ -154,16 +153,17 @@ impl DeviceDomain {
     /// last pass writes abc[1], and the two swap: abc[1] is left as scratch).
     pub(crate) fn transform(&mut self, k: &NttKernels, stream: &Stream, t: Transform) -> Result<()> {
         let [x, out, _] = &self.abc;
-        let (tw, epi) = match t {
-            Transform::Ntt => (&self.omega, Epilogue::default()),
-            Transform::Intt => (&self.omega_inv, Epilogue::scaled(&self.over_m)),
+        let tw = &self.twiddles;
+        let (root, epi) = match t {
+            Transform::Ntt => (tw.forward(), Epilogue::default()),
+            Transform::Intt => (tw.inverse(), Epilogue::scaled(&self.over_m)),
             Transform::CosetNtt => {
                 k.epilogue(stream, (x, x), Epilogue::scaled(&self.g))?;
-                (&self.omega, Epilogue::default())
+                (tw.forward(), Epilogue::default())
             }
-            Transform::CosetIntt => (&self.omega_inv, Epilogue::scaled(&self.g_inv_over_m)),
+            Transform::CosetIntt => (tw.inverse(), Epilogue::scaled(&self.g_inv_over_m)),
         };
-        ntt(k, stream, (x, out), tw, epi)?;
+        ntt(k, stream, (x, out), root, epi)?;
         self.abc.swap(0, 1);
         Ok(())
     }
@@ -176,17 +176,17 @@ impl DeviceDomain {
     /// (×1/(mZ)) into b, then the coset iNTT of the product less them (×g⁻ⁱ/(mZ)) into c:
     /// h = (P − C)/Z, which then takes a's place.
     pub(crate) fn h(&mut self, k: &NttKernels, stream: &Stream, steps: &[Event; 3]) -> Result<()> {
-        let [a, b, c] = &self.abc;
+        let ([a, b, c], tw) = (&self.abc, &self.twiddles);
         for x in [a, b] {
-            ntt_to_bit_reversed(k, stream, x, &self.omega_inv, Some(&self.g_over_m))?;
+            ntt_to_bit_reversed(k, stream, x, tw.inverse(), Some(&self.g_over_m))?;
         }
         steps[0].record(stream).map_err(from_cust)?;
-        ntt_from_bit_reversed(k, stream, (a, a), &self.omega, Epilogue::default())?;
-        ntt_from_bit_reversed(k, stream, (b, a), &self.omega, Epilogue { times: Some(a), ..Epilogue::default() })?;
+        ntt_from_bit_reversed(k, stream, (a, a), tw.forward(), Epilogue::default())?;
+        ntt_from_bit_reversed(k, stream, (b, a), tw.forward(), Epilogue { times: Some(a), ..Epilogue::default() })?;
         steps[1].record(stream).map_err(from_cust)?;
-        ntt(k, stream, (c, b), &self.omega_inv, Epilogue::scaled(&self.over_mz))?;
+        ntt(k, stream, (c, b), tw.inverse(), Epilogue::scaled(&self.over_mz))?;
         let epi = Epilogue { scale: Some(&self.g_inv_over_mz), minus: Some(b), times: None };
-        ntt(k, stream, (a, c), &self.omega_inv, epi)?;
+        ntt(k, stream, (a, c), tw.inverse(), epi)?;
         self.abc.swap(0, 2);
         steps[2].record(stream).map_err(from_cust)
     }

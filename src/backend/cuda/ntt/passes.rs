@@ -47,10 +47,36 @@ mod tests {
 
     /// The twiddle a pass that cuts further multiplies row j of column `col` by (after its
     /// stages going forward, before them going back): ω^(lo·bitrev(j)) of its sub-transform.
-    fn twiddle(&Pass { size, k, .. }: &Pass, lg_n: u32, col: usize, j: usize, tw: &[Scalar]) -> Option<Scalar> {
+    fn twiddle(&Pass { size, k, .. }: &Pass, lg_n: u32, col: usize, j: usize, tw: &Table) -> Option<Scalar> {
         let exp = ((col & ((1 << (size - k)) - 1)) * bitrev(j, k)) << (lg_n - size);
-        let half = tw.len();
-        (exp != 0).then(|| if exp >= half { -tw[exp - half] } else { tw[exp] })
+        (exp != 0).then(|| tw.pow(exp))
+    }
+
+    /// A domain's one twiddle table, ω^e for e < n/2, read as ntt.cuh's twiddles_t reads it:
+    /// for ω, or, `inverse`, for ω⁻¹ (ω^(−e) = −ω^(n/2 − e)).
+    struct Table {
+        tw: Vec<Scalar>,
+        inverse: bool,
+    }
+
+    impl Table {
+        fn new(n: usize, inverse: bool) -> Table {
+            let omega = Roots::new(n).unwrap().omega;
+            let tw = std::iter::successors(Some(Scalar::ONE), |w| Some(w * omega)).take(n / 2).collect();
+            Table { tw, inverse }
+        }
+
+        /// The root to the power e < n.
+        fn pow(&self, e: usize) -> Scalar {
+            let (half, flip) = (self.tw.len(), self.inverse && e % self.tw.len() != 0);
+            let r = e % half;
+            let w = self.tw[if flip { half - r } else { r }];
+            if (e >= half) != flip {
+                -w
+            } else {
+                w
+            }
+        }
     }
 
     /// A pass's k stages on a block's shared array (row j of column c at s[j·cols + c]):
@@ -82,14 +108,14 @@ mod tests {
     /// passes, shared-memory layout, butterflies and twiddles; the last pass stores into
     /// natural order out of place (`ntt_dif_last_pass`), or, not `natural`, in place, leaving
     /// the transform in bit-reversed order (`ntt_dif_pass` with S = k).
-    fn modelled_dif(x: &[Scalar], omega: Scalar, (lg_pass, lg_pass_k): (u32, u32), natural: bool) -> Vec<Scalar> {
+    fn modelled_dif(x: &[Scalar], inverse: bool, (lg_pass, lg_pass_k): (u32, u32), natural: bool) -> Vec<Scalar> {
         let (n, lg_n) = (x.len(), x.len().trailing_zeros());
-        let tw: Vec<Scalar> = std::iter::successors(Some(Scalar::ONE), |w| Some(w * omega)).take(n / 2).collect();
+        let tw = Table::new(n, inverse);
         let (mut d, mut out) = (x.to_vec(), vec![Scalar::ZERO; n]);
         let plan = passes(lg_n, lg_pass, lg_pass_k);
         for (p, pass) in plan.iter().enumerate() {
             let (last, cols, rows, k) = (p + 1 == plan.len() && natural, 1usize << pass.lg_c, 1usize << pass.k, pass.k);
-            let roots: Vec<Scalar> = (0..rows / 2).map(|i| tw[i << (lg_n - k)]).collect();
+            let roots: Vec<Scalar> = (0..rows / 2).map(|i| tw.pow(i << (lg_n - k))).collect();
             for block in 0..1usize << (lg_n - k - pass.lg_c) {
                 let col0 = block << pass.lg_c;
                 let index = |c: usize, j: usize| match last {
@@ -121,13 +147,13 @@ mod tests {
     /// The transform back from bit-reversed order to natural order, as ntt.cuh's
     /// `ntt_dit_pass` computes it on the host: the forward passes transposed, last first, each
     /// multiplying by its twiddles before its stages, in place.
-    fn modelled_dit(x: &[Scalar], omega: Scalar, (lg_pass, lg_pass_k): (u32, u32)) -> Vec<Scalar> {
+    fn modelled_dit(x: &[Scalar], inverse: bool, (lg_pass, lg_pass_k): (u32, u32)) -> Vec<Scalar> {
         let (n, lg_n) = (x.len(), x.len().trailing_zeros());
-        let tw: Vec<Scalar> = std::iter::successors(Some(Scalar::ONE), |w| Some(w * omega)).take(n / 2).collect();
+        let tw = Table::new(n, inverse);
         let mut d = x.to_vec();
         for pass in passes(lg_n, lg_pass, lg_pass_k).iter().rev() {
             let (cols, rows, k) = (1usize << pass.lg_c, 1usize << pass.k, pass.k);
-            let roots: Vec<Scalar> = (0..rows / 2).map(|i| tw[i << (lg_n - k)]).collect();
+            let roots: Vec<Scalar> = (0..rows / 2).map(|i| tw.pow(i << (lg_n - k))).collect();
             for block in 0..1usize << (lg_n - k - pass.lg_c) {
                 let col0 = block << pass.lg_c;
                 let mut s = vec![Scalar::ZERO; cols * rows];
@@ -159,11 +185,17 @@ mod tests {
                 let x: Vec<Scalar> = (0..n as u64).map(|i| Scalar::from(i * i + 7)).collect();
                 let mut expected = x.clone();
                 Domain::new(n).unwrap().ntt(&mut expected);
-                let omega = Roots::new(n).unwrap().omega;
                 let at = format!("2^{lg_n}, blocks of 2^{lg_pass}, passes of {lg_pass_k} stages");
-                assert!(modelled_dif(&x, omega, shape, true) == expected, "natural order, {at}");
-                assert!(modelled_dif(&x, omega, shape, false) == bit_reversed(&expected), "in place, {at}");
-                assert!(modelled_dit(&bit_reversed(&x), omega, shape) == expected, "from bit-reversed order, {at}");
+                assert!(modelled_dif(&x, false, shape, true) == expected, "natural order, {at}");
+                assert!(modelled_dif(&x, false, shape, false) == bit_reversed(&expected), "in place, {at}");
+                assert!(modelled_dit(&bit_reversed(&x), false, shape) == expected, "from bit-reversed order, {at}");
+                // The inverse transform (less its 1/m) from the same table.
+                let mut inverse = x.clone();
+                Domain::new(n).unwrap().intt(&mut inverse);
+                let m = Scalar::from(n as u64);
+                let unscaled: Vec<Scalar> = inverse.iter().map(|v| v * m).collect();
+                assert!(modelled_dif(&x, true, shape, true) == unscaled, "inverse, {at}");
+                assert!(modelled_dit(&bit_reversed(&x), true, shape) == unscaled, "inverse back, {at}");
             }
         }
     }
@@ -179,16 +211,15 @@ mod tests {
                 std::array::from_fn(|v| (0..n as u64).map(|i| Scalar::from(i * i + 3 * v as u64 + 1)).collect());
             // iNTTs into bit-reversed order, each output i times g^bitrev(i)/m.
             let to_coset = |x: &[Scalar]| -> Vec<Scalar> {
-                let d = modelled_dif(x, roots.omega_inv, shape, false);
+                let d = modelled_dif(x, true, shape, false);
                 d.iter().enumerate().map(|(i, v)| v * pow(Roots::g(), bitrev(i, lg_n)) * roots.m_inv).collect()
             };
-            let a_on_coset = modelled_dit(&to_coset(&a), roots.omega, shape);
-            let b_on_coset = modelled_dit(&to_coset(&b), roots.omega, shape);
+            let a_on_coset = modelled_dit(&to_coset(&a), false, shape);
+            let b_on_coset = modelled_dit(&to_coset(&b), false, shape);
             let product: Vec<Scalar> = a_on_coset.iter().zip(&b_on_coset).map(|(a, b)| a * b).collect();
             let over_mz = roots.m_inv * roots.z_inv_on_coset;
-            let c_over_z: Vec<Scalar> =
-                modelled_dif(&c, roots.omega_inv, shape, true).iter().map(|v| v * over_mz).collect();
-            let p = modelled_dif(&product, roots.omega_inv, shape, true);
+            let c_over_z: Vec<Scalar> = modelled_dif(&c, true, shape, true).iter().map(|v| v * over_mz).collect();
+            let p = modelled_dif(&product, true, shape, true);
             let h: Vec<Scalar> = p
                 .iter()
                 .zip(&c_over_z)
