@@ -104,7 +104,8 @@ impl CudaBackend {
         let epoch = event()?;
         epoch.record(&gpu.stream).map_err(from_cust)?;
         let domain = DeviceDomain::new(&gpu.ntt, m, &gpu.stream)?;
-        let (scalars, sums, events) = (DeviceScalars::new(&shape)?, WindowSums::new()?, PartitionEvents::new()?);
+        let scalars = DeviceScalars::new(&shape, domain.size())?;
+        let (sums, events) = (WindowSums::new()?, PartitionEvents::new()?);
         gpu.budget.check(0)?;
         let held = key::place(&gpu, key)?;
         gpu.stream.synchronize().map_err(from_cust)?;
@@ -134,8 +135,8 @@ impl CudaBackend {
     }
 
     /// The h stage of `w`, the device's lock held: the witness up, the recorded constraints'
-    /// products when a, b, c are not evaluated, the transforms, and the MSMs' scalars up
-    /// beside them.
+    /// products when a, b, c are not evaluated, the transforms, and the aux up beside them;
+    /// then the A and B scalars gathered into the vectors the h stage leaves free.
     fn h_stage(&mut self, w: &Witness, t: &mut PartitionTimings) -> Result<()> {
         let m = self.domain.size();
         let source = AbcSource::of(w, self.held.r1cs.is_some())?;
@@ -144,14 +145,17 @@ impl CudaBackend {
         let mut in_flight = upload_witness(gpu, source, w, &domain.abc, held.r1cs.as_mut())?;
         ev.h2d.record(&gpu.stream).map_err(from_cust)?;
         if let (AbcSource::Recorded(_), Some(r)) = (source, held.r1cs.as_mut()) {
-            let scalars_out = [&scalars.a, &scalars.b];
-            r.evaluate(&gpu.r1cs, (&gpu.stream, &gpu.staging), &scalars.aux, (&domain.abc, m), scalars_out)?;
+            r.evaluate(&gpu.r1cs, (&gpu.stream, &gpu.staging), &scalars.aux, (&domain.abc, m))?;
         }
         ev.constraints.record(&gpu.stream).map_err(from_cust)?;
         let abc_ready = mark(&gpu.stream)?;
         domain.h(&gpu.ntt, &gpu.stream, &ev.ntt)?;
+        if let (AbcSource::Recorded(_), Some(r)) = (source, held.r1cs.as_ref()) {
+            r.gather(&gpu.r1cs, &gpu.stream, &scalars.aux, scalars.ab(&domain.abc))?;
+        }
+        ev.gathered.record(&gpu.stream).map_err(from_cust)?;
         if let AbcSource::Evaluated(e) = source {
-            in_flight.extend(upload_scalars(gpu, e, scalars, abc_ready, &ev.scalars_h2d)?);
+            in_flight.push(upload_aux(gpu, e, scalars, abc_ready, &ev.scalars_h2d)?);
         }
         // The copies read the witness's buffers: they are done before these can go back to
         // the pool.
@@ -160,11 +164,20 @@ impl CudaBackend {
         ev.add_h_stage(source, t)
     }
 
-    /// The five MSMs, the device's lock held.
-    fn msms(&mut self, t: &mut PartitionTimings) -> Result<MsmSums> {
+    /// The five MSMs of `w`, the device's lock held; an evaluated partition's A and B scalars
+    /// are copied up beside the first two.
+    fn msms(&mut self, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let [h_len, l_len, a_len, b_len] = self.lengths;
+        let source = AbcSource::of(w, self.held.r1cs.is_some())?;
         let Self { gpu, domain, scalars: s, held, sums, events: ev, epoch, .. } = self;
-        let (stream, m) = (&gpu.stream, &ev.msm);
+        let (stream, m, [sa, sb]) = (&gpu.stream, &ev.msm, s.ab(&domain.abc));
+        let (in_flight, ab_ready) = match source {
+            AbcSource::Evaluated(e) => {
+                let (in_flight, ready) = upload_ab(gpu, e, [sa, sb], &ev.ab_h2d)?;
+                (in_flight, Some(ready))
+            }
+            AbcSource::Recorded(_) => (vec![], None),
+        };
         let msms =
             Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch: &held.scratch };
         let [h, l, a, b_g1] = held.bases.g1();
@@ -172,14 +185,19 @@ impl CudaBackend {
         m[0].record(stream).map_err(from_cust)?;
         let (l, _, l_split) = msms.witness_msm::<G1>(&s.aux, l_len, l, &sums.g1, None)?;
         m[1].record(stream).map_err(from_cust)?;
-        let (a, _, a_split) = msms.witness_msm::<G1>(&s.a, a_len, a, &sums.g1, None)?;
+        if let Some(ready) = ab_ready {
+            wait_for(stream, ready)?;
+        }
+        let (a, _, a_split) = msms.witness_msm::<G1>(sa, a_len, a, &sums.g1, None)?;
         m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan, b_g1_split) = msms.witness_msm::<G1>(&s.b, b_len, b_g1, &sums.g1, None)?;
+        let (b_g1, plan, b_g1_split) = msms.witness_msm::<G1>(sb, b_len, b_g1, &sums.g1, None)?;
         m[3].record(stream).map_err(from_cust)?;
-        let (b_g2, _, b_g2_split) = msms.witness_msm::<G2>(&s.b, b_len, held.bases.b_g2(), &sums.g2, plan)?;
+        let (b_g2, _, b_g2_split) = msms.witness_msm::<G2>(sb, b_len, held.bases.b_g2(), &sums.g2, plan)?;
         m[4].record(stream).map_err(from_cust)?;
+        // The copies read the witness's buffers: done (long since) before these go back.
+        in_flight.into_iter().try_for_each(InFlight::wait)?;
         t.msms_split += [l_split, a_split, b_g1_split, b_g2_split].into_iter().map(u32::from).sum::<u32>();
-        ev.add_msms(epoch, t)?;
+        ev.add_msms(epoch, source, t)?;
         Ok(MsmSums { h, l, a, b_g1, b_g2 })
     }
 
@@ -259,25 +277,43 @@ fn upload_witness<'a>(
     Ok(in_flight)
 }
 
-/// Enqueues the copies of the MSMs' scalars on the copy stream, after a, b, c's (`abc_ready`;
-/// one copy at a time, at the whole bandwidth) while the h stage runs, and makes the kernels'
-/// stream wait for them; records `done` after them.
-fn upload_scalars<'a>(
+/// Enqueues the copy of the aux (the L MSM's scalars) on the copy stream, after a, b, c's
+/// (`abc_ready`; one copy at a time, at the whole bandwidth) while the h stage runs, and makes
+/// the kernels' stream wait for it; records `done` after it.
+fn upload_aux<'a>(
     gpu: &'a Gpu,
     e: &'a Evaluated,
     s: &DeviceScalars,
     abc_ready: Event,
     done: &Event,
-) -> Result<Vec<InFlight<'a>>> {
-    let (copies, staging) = (&gpu.copies, &gpu.staging);
+) -> Result<InFlight<'a>> {
+    let copies = &gpu.copies;
     wait_for(copies, abc_ready)?;
-    let mut in_flight = Vec::with_capacity(3);
-    for (src, dst) in [(&e.aux, &s.aux), (&e.a_scalars, &s.a), (&e.b_scalars, &s.b)] {
-        in_flight.push(upload(copies, staging, src, src.is_pinned(), dst)?);
-    }
+    let in_flight = upload(copies, &gpu.staging, &e.aux, e.aux.is_pinned(), &s.aux)?;
     done.record(copies).map_err(from_cust)?;
     wait_for(&gpu.stream, mark(copies)?)?;
     Ok(in_flight)
+}
+
+/// Enqueues the copies of the A and B scalars into `dst` (the domain's b and c, or their own
+/// rooms) on the copy stream, once the kernels' stream is past the h stage, so that they run
+/// beside the first MSMs; records `h2d` around them. The kernels' stream waits for the mark
+/// returned before it reads them.
+fn upload_ab<'a>(
+    gpu: &'a Gpu,
+    e: &'a Evaluated,
+    dst: [&DeviceVec<Scalar>; 2],
+    h2d: &[Event; 2],
+) -> Result<(Vec<InFlight<'a>>, Event)> {
+    let copies = &gpu.copies;
+    wait_for(copies, mark(&gpu.stream)?)?;
+    h2d[0].record(copies).map_err(from_cust)?;
+    let mut in_flight = Vec::with_capacity(2);
+    for (src, dst) in [&e.a_scalars, &e.b_scalars].into_iter().zip(dst) {
+        in_flight.push(upload(copies, &gpu.staging, src, src.is_pinned(), dst)?);
+    }
+    h2d[1].record(copies).map_err(from_cust)?;
+    Ok((in_flight, mark(copies)?))
 }
 
 /// Runs `f` holding the device's lock, adding the wait for it and the hold to `t`.
@@ -315,9 +351,9 @@ impl Backend for CudaBackend {
         locked(&lock, t, |t| self.h_stage(w, t))
     }
 
-    fn msm(&mut self, _: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
+    fn msm(&mut self, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let lock = Arc::clone(&self.lock);
-        locked(&lock, t, |t| self.msms(t))
+        locked(&lock, t, |t| self.msms(w, t))
     }
 }
 

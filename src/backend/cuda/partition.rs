@@ -13,22 +13,27 @@ use crate::groth16::KeyShape;
 use crate::synth::{Assignment, Evaluated, PackedAux, Witness};
 use crate::timings::{MsmSteps, NttSteps, PartitionTimings};
 
-/// The scalars of a partition's L, A and B MSMs on the device.
+/// The scalars of a partition's L, A and B MSMs on the device: the aux (the L MSM's), and
+/// the A and B queries' in the domain's b and c vectors, which the h stage leaves free (h
+/// stays in a), or, longer than the domain, in rooms of their own.
 #[derive(Debug)]
 pub(super) struct DeviceScalars {
     pub(super) aux: DeviceVec<Scalar>,
-    pub(super) a: DeviceVec<Scalar>,
-    pub(super) b: DeviceVec<Scalar>,
+    own: [Option<DeviceVec<Scalar>>; 2],
 }
 
 impl DeviceScalars {
-    /// Room for the scalars of a partition of `key`.
-    pub(super) fn new(key: &KeyShape) -> Result<Self> {
-        Ok(DeviceScalars {
-            aux: DeviceVec::new(key.num_aux())?,
-            a: DeviceVec::new(key.a_len())?,
-            b: DeviceVec::new(key.b_len())?,
-        })
+    /// Room for the scalars of a partition of `key` beside a domain of `m` elements.
+    pub(super) fn new(key: &KeyShape, m: usize) -> Result<Self> {
+        let own = |len: usize| (len > m).then(|| DeviceVec::new(len)).transpose();
+        Ok(DeviceScalars { aux: DeviceVec::new(key.num_aux())?, own: [own(key.a_len())?, own(key.b_len())?] })
+    }
+
+    /// Where the A and B scalars go: their own rooms, or the domain's b and c (`abc[1..]`),
+    /// once the h stage is done with them.
+    pub(super) fn ab<'a>(&'a self, abc: &'a [DeviceVec<Scalar>; 3]) -> [&'a DeviceVec<Scalar>; 2] {
+        let [a, b] = &self.own;
+        [a.as_ref().unwrap_or(&abc[1]), b.as_ref().unwrap_or(&abc[2])]
     }
 }
 
@@ -93,14 +98,19 @@ pub(super) struct PartitionEvents {
     pub(super) start: Event,
     /// After a, b, c's copies (or, witness-only, the input's and the aux').
     pub(super) h2d: Event,
-    /// After the recorded constraints' products and gathers (at `h2d` without them).
+    /// After the recorded constraints' products (at `h2d` without them).
     pub(super) constraints: Event,
     /// After each step of the h stage.
     pub(super) ntt: [Event; 3],
+    /// After the A and B scalars' gathers from the recorded constraints, which follow the h
+    /// stage (at its end without them).
+    pub(super) gathered: Event,
     /// After each MSM.
     pub(super) msm: [Event; 5],
-    /// After the MSMs' scalars' copies, beside the h stage (not witness-only).
+    /// After the aux' copy, beside the h stage (not witness-only).
     pub(super) scalars_h2d: Event,
+    /// Around the A and B scalars' copies, beside the MSMs (not witness-only).
+    pub(super) ab_h2d: [Event; 2],
 }
 
 /// The device time from `start` to `end`.
@@ -118,7 +128,16 @@ impl PartitionEvents {
     pub(super) fn new() -> Result<Self> {
         let ntt = [event()?, event()?, event()?];
         let msm = [event()?, event()?, event()?, event()?, event()?];
-        Ok(PartitionEvents { start: event()?, h2d: event()?, constraints: event()?, ntt, msm, scalars_h2d: event()? })
+        Ok(PartitionEvents {
+            start: event()?,
+            h2d: event()?,
+            constraints: event()?,
+            ntt,
+            gathered: event()?,
+            msm,
+            scalars_h2d: event()?,
+            ab_h2d: [event()?, event()?],
+        })
     }
 
     /// Adds the h stage's copies, products and steps to `t`, once its events are done.
@@ -127,7 +146,7 @@ impl PartitionEvents {
             AbcSource::Recorded(_) => elapsed(&self.start, &self.h2d)?,
             AbcSource::Evaluated(_) => elapsed(&self.start, &self.scalars_h2d)?,
         };
-        t.constraints += elapsed(&self.h2d, &self.constraints)?;
+        t.constraints += elapsed(&self.h2d, &self.constraints)? + elapsed(&self.ntt[2], &self.gathered)?;
         let n = &self.ntt;
         let steps = NttSteps {
             intt: elapsed(&self.constraints, &n[0])?,
@@ -139,12 +158,15 @@ impl PartitionEvents {
         Ok(())
     }
 
-    /// Adds the MSMs to `t`, and the partition's device interval measured from `epoch`, once
-    /// its events are done.
-    pub(super) fn add_msms(&self, epoch: &Event, t: &mut PartitionTimings) -> Result<()> {
+    /// Adds the MSMs (and, for `source` evaluated, the A and B scalars' copies) to `t`, and
+    /// the partition's device interval measured from `epoch`, once its events are done.
+    pub(super) fn add_msms(&self, epoch: &Event, source: AbcSource<'_>, t: &mut PartitionTimings) -> Result<()> {
+        if let AbcSource::Evaluated(_) = source {
+            t.h2d += elapsed(&self.ab_h2d[0], &self.ab_h2d[1])?;
+        }
         let m = &self.msm;
         let steps = MsmSteps {
-            h: elapsed(&self.ntt[2], &m[0])?,
+            h: elapsed(&self.gathered, &m[0])?,
             l: elapsed(&m[0], &m[1])?,
             a: elapsed(&m[1], &m[2])?,
             b_g1: elapsed(&m[2], &m[3])?,

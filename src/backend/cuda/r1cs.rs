@@ -238,17 +238,16 @@ impl DeviceR1cs {
     }
 
     /// Enqueues the aux expanded into `aux`, then abc[k] = (A, B, C)[k]·z over the first `m`
-    /// elements (zero past the rows), and the A and B scalars into `a` and `b`, with z =
-    /// input ‖ aux, the witness copied up on `stream` ([`upload_witness`](Self::upload_witness)).
-    /// Streamed matrices' chunks are copied up on `stream` too, each after the products of
-    /// the last; the copies are done when this returns.
+    /// elements (zero past the rows), with z = input ‖ aux, the witness copied up on `stream`
+    /// ([`upload_witness`](Self::upload_witness)). Streamed matrices' chunks are copied up on
+    /// `stream` too, each after the products of the last; the copies are done when this
+    /// returns.
     pub(crate) fn evaluate(
         &mut self,
         kernels: &R1csKernels,
         (stream, staging): (&Stream, &Staging),
         aux: &DeviceVec<Scalar>,
         (abc, m): (&[DeviceVec<Scalar>; 3], usize),
-        [a, b]: [&DeviceVec<Scalar>; 2],
     ) -> Result<()> {
         kernels.packed_expand(stream, (&self.packed, &abc[2]), aux)?; // before C's product
         let z = DeviceZ { input: &self.input, inputs: self.inputs, aux, len: self.inputs + self.aux };
@@ -285,6 +284,19 @@ impl DeviceR1cs {
                 in_flight.into_iter().try_for_each(InFlight::wait)?;
             }
         }
+        Ok(())
+    }
+
+    /// Enqueues the A and B scalars gathered from z = input ‖ aux (`aux` expanded by
+    /// [`evaluate`](Self::evaluate)) into `a` and `b`.
+    pub(crate) fn gather(
+        &self,
+        kernels: &R1csKernels,
+        stream: &Stream,
+        aux: &DeviceVec<Scalar>,
+        [a, b]: [&DeviceVec<Scalar>; 2],
+    ) -> Result<()> {
+        let z = DeviceZ { input: &self.input, inputs: self.inputs, aux, len: self.inputs + self.aux };
         kernels.gather(stream, &self.a_vars, z, a)?;
         kernels.gather(stream, &self.b_vars, z, b)
     }
