@@ -30,10 +30,10 @@ pub enum Transform {
     CosetIntt,
 }
 
-/// The NTT of `x` (length 2^lg_n) with `root`, from natural order
-/// into `out` in natural order, each output finished by `epi`: ⌈lg_n/8⌉
-/// decimation-in-frequency passes of balanced stage counts, in place in `x` but the last,
-/// which writes `out` (the bit reversal in its stores). `x` is left as scratch.
+/// The NTT of `x` (length 2^lg_n) with `root`, from natural order into `out` in natural
+/// order, each output finished by `epi`: ⌈lg_n/8⌉ decimation-in-frequency passes of balanced
+/// stage counts, in place in `x` but the last, which writes `out` (the bit reversal in its
+/// stores). `x` is left as scratch.
 ///
 /// # Panics
 /// As the passes' launches: if `x` is not a power of two long, `out` is shorter, the root's
