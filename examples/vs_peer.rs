@@ -29,7 +29,8 @@ const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --
 `--memory-limit`: the most device memory the backend may hold; a key that does not fit
 beside a partition's buffers is streamed from pinned host memory (the placement is printed).
 `--witness-only 1`: records the circuit's constraints (R1cs::record, timed) and attaches them
-to the key, so synthesis computes the witness alone and the device evaluates the constraints.
+to the key, so synthesis computes the witness alone and the device evaluates the constraints
+(a device that cannot hold them beside the key is an error: Config::require_witness_only).
 With `--r1cs FILE` the recording is read from FILE, or, when there is none, made and written
 there: a process that reads it never holds the recorder's working memory (about 1.7 times the
 recording's bytes); with `--key-file 1` as well, the backend reads FILE's matrices straight
