@@ -4,8 +4,9 @@
 //! kernels, streams and staging chunks), the proving key as placed there (`key/`: its bases,
 //! resident or streamed, and its recorded constraints, `r1cs.rs`), and the device buffers of
 //! its partitions (`partition.rs`), all made once. Per partition: async H2D of a/b/c, then
-//! of the aux, A and B scalars on a second stream while the h stage (`ntt/`) runs; or, for a
-//! witness-only partition, H2D of the input and the aux alone, from which a, b, c and the A
+//! of the aux on a second stream while the h stage (`ntt/`) runs, and of the A and B scalars
+//! into b's and c's vectors, which the h stage leaves free, while the first MSMs run; or, for
+//! a witness-only partition, H2D of the input and the aux alone, from which a, b, c and the A
 //! and B scalars are computed on the device (pinned buffers go straight to the DMA engine,
 //! pageable ones through two pinned staging chunks); the h stage leaves h on the device; the
 //! five MSMs (`msm/`), G2 included, on the device; the host only adds up each MSM's window
