@@ -394,6 +394,8 @@ fn gpu_h_and_msm_sums_equal_the_cpu_for_real_circuits() {
         assert!(t.device_end > t.device_start, "{t:?}");
         let report = device.report();
         assert!(report.key_bytes > 0 && report.memory_used > report.key_bytes, "{report:?}");
+        let abc = 3 * m.next_power_of_two() * std::mem::size_of::<Scalar>();
+        assert!(report.partition_bytes >= abc && report.partition_bytes < report.backend_bytes, "{report:?}");
     }
     let s = pinned.stats();
     assert_eq!((s.checkouts, s.checkins), (18, 18));

@@ -47,6 +47,9 @@ pub struct DeviceReport {
     /// bases on the device (with their shifted copies) or the chunks streamed ones go
     /// through.
     pub backend_bytes: usize,
+    /// Of those, a partition's buffers: a, b and c (the A and B scalars go into b and c
+    /// after the h stage), the domain's twiddle and power tables, and the aux.
+    pub partition_bytes: usize,
     /// Device memory in use once the backend is made (all of it, other processes' included).
     pub memory_used: usize,
     /// The device's memory.

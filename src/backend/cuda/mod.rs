@@ -107,18 +107,20 @@ impl CudaBackend {
         let domain = DeviceDomain::new(&gpu.ntt, m, &gpu.stream)?;
         let scalars = DeviceScalars::new(&shape, domain.size())?;
         let (sums, events) = (WindowSums::new()?, PartitionEvents::new()?);
+        let partition_bytes = gpu.budget.free_at_start.saturating_sub(memory_info()?.0);
         gpu.budget.check(0)?;
         let held = key::place(&gpu, key)?;
         gpu.stream.synchronize().map_err(from_cust)?;
         let lengths = g1_msm_lengths(&shape);
         let backend = CudaBackend { lengths, domain, scalars, held, sums, events, epoch, lock, gpu };
-        backend.report(device, key.points())?;
+        backend.report(device, key.points(), partition_bytes)?;
         Ok(backend)
     }
 
     /// Tells `device` where the key went and what the backend holds.
-    /// `points` counts the key's bases (h, l, a, b_g1, b_g2).
-    fn report(&self, device: &CudaDevice, points: [usize; 5]) -> Result<()> {
+    /// `points` counts the key's bases (h, l, a, b_g1, b_g2); `partition_bytes` is what the
+    /// partition's buffers took.
+    fn report(&self, device: &CudaDevice, points: [usize; 5], partition_bytes: usize) -> Result<()> {
         let (free, total) = memory_info()?;
         let mut report = device.report.lock();
         let (bases, r1cs) = (&self.held.bases, self.held.r1cs.as_ref());
@@ -130,6 +132,7 @@ impl CudaBackend {
         report.r1cs_chunk = r1cs.and_then(DeviceR1cs::chunk_entries);
         report.key_upload = bases.setup_time();
         report.backend_bytes = self.gpu.budget.free_at_start.saturating_sub(free);
+        report.partition_bytes = partition_bytes;
         report.memory_used = total - free;
         report.memory_total = total;
         Ok(())
