@@ -17,7 +17,7 @@
 // from one flat table of the domain's ω^e (e < n/2), which serves ω⁻¹ too (twiddles_t): a
 // twiddle costs a load rather than a product.
 // Scalings c·b^i come from two small tables, hi[i >> 12] * lo[i & 4095] with c folded into hi:
-// one product for the factor, one to apply it.
+// one product for the factor, one to apply it (a constant, b = 1, only the one).
 #ifndef PINPROVE_NTT_NTT_CUH
 #define PINPROVE_NTT_NTT_CUH
 
@@ -32,8 +32,12 @@
 
 #define TW_LO (1u << LG_TW_LO)
 
+// c·b^e from power tables: hi[e >> LG_TW_LO] · lo[e & (2^LG_TW_LO − 1)], c folded into hi;
+// or, lo null (b = 1), the constant c = hi[0], no product.
 __device__ __forceinline__ fr_t table_pow(const fr_t* lo, const fr_t* hi, uint32_t e)
 {
+    if (!lo)
+        return hi[0];
     return hi[e >> LG_TW_LO] * lo[e & (TW_LO - 1)];
 }
 
@@ -66,7 +70,7 @@ __device__ __forceinline__ fr_t* pass_shared(fr_t*& roots)
 __device__ __forceinline__ fr_t epilogue(fr_t v, size_t i, const fr_t* pw_lo, const fr_t* pw_hi,
                                          const fr_t* times, const fr_t* minus)
 {
-    if (pw_lo)
+    if (pw_hi)
         v = v * table_pow(pw_lo, pw_hi, (uint32_t)i);
     if (times)
         v = v * times[i];
@@ -192,7 +196,7 @@ struct four_step {
 // each column's DFT with the 2^k-th roots (frequency k1 lands in row bitrev(k1)), then its
 // twiddles. After the last pass (S = k) the transform is in bit-reversed order; that pass can
 // scale the output at i by c·b^bitrev(i) (the coefficient it holds; power tables where
-// pw_lo is not null), or ntt_dif_last_pass takes its place and reorders.
+// pw_hi is not null), or ntt_dif_last_pass takes its place and reorders.
 __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t S, uint32_t k, uint32_t lg_c,
                                              twiddles_t tw, const fr_t* pw_lo, const fr_t* pw_hi)
 {
@@ -209,7 +213,7 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
     for (uint32_t e = t; e < elems; e += T) {
         const size_t i = pass.place(e, c, j);
         fr_t v = pass.twiddled(s[j * C + c], c, j);
-        if (pw_lo)
+        if (pw_hi)
             v = v * table_pow(pw_lo, pw_hi, __brev((uint32_t)i) >> (32 - lg_n));
         d_x[i] = v;
     }

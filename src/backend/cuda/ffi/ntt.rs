@@ -71,10 +71,10 @@ impl Twiddles {
 
 /// Two-level power tables of a base b, times a constant c, on the device:
 /// c·b^e = hi[e >> 12] · lo[e & 4095], with c folded into hi, so that a kernel scaling by them
-/// pays one product for the factor.
+/// pays one product for the factor; for b = 1, hi = [c] and no lo, and none.
 #[derive(Debug)]
 pub(crate) struct PowerTables {
-    lo: DeviceVec<Scalar>,
+    lo: Option<DeviceVec<Scalar>>,
     hi: DeviceVec<Scalar>,
     /// Exponents below this are covered.
     covers: usize,
@@ -101,7 +101,8 @@ impl Epilogue<'_> {
     fn pointers(&self, n: usize) -> [DevicePtr<Scalar>; 4] {
         assert!(self.scale.is_none_or(|pw| pw.covers >= n), "power tables short of {n}");
         assert!(self.times.into_iter().chain(self.minus).all(|v| v.len() >= n), "an operand shorter than {n}");
-        let (lo, hi) = self.scale.map_or((DevicePtr::null(), DevicePtr::null()), |pw| (pw.lo.ptr(), pw.hi.ptr()));
+        let lo = |pw: &PowerTables| pw.lo.as_ref().map_or(DevicePtr::null(), DeviceVec::ptr);
+        let (lo, hi) = self.scale.map_or((DevicePtr::null(), DevicePtr::null()), |pw| (lo(pw), pw.hi.ptr()));
         let vec = |v: Option<&DeviceVec<Scalar>>| v.map_or(DevicePtr::null(), DeviceVec::ptr);
         [lo, hi, vec(self.times), vec(self.minus)]
     }
@@ -144,11 +145,14 @@ impl NttKernels {
 
     /// Tables for c·base^e, e < `covers`.
     pub(crate) fn power_tables(&self, base: Scalar, c: Scalar, covers: usize, stream: &Stream) -> Result<PowerTables> {
+        if base == Scalar::ONE {
+            return Ok(PowerTables { lo: None, hi: self.powers(base, c, 1, stream)?, covers });
+        }
         let lo_len = covers.clamp(1, 1 << LG_TW_LO);
         let hi_len = covers.div_ceil(1 << LG_TW_LO).max(1);
         let step = base.pow_vartime([1u64 << LG_TW_LO]);
         let (lo, hi) = (self.powers(base, Scalar::ONE, lo_len, stream)?, self.powers(step, c, hi_len, stream)?);
-        Ok(PowerTables { lo, hi, covers })
+        Ok(PowerTables { lo: Some(lo), hi, covers })
     }
 
     /// Enqueues one decimation-in-frequency pass of the NTT of `x`, in place, with the
