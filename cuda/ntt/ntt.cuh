@@ -101,16 +101,18 @@ struct twiddles_t {
     }
 
     // The stages' roots ω_{2^k}^(±q) = pow(q·2^(lg_n − k)) into `roots` by cp.async, in flight
-    // with the caller's loads until async_copies_wait(); then roots_copied() by the same
-    // threads gives them their sign.
+    // with the caller's loads; then roots_loaded() by the same threads.
     __device__ __forceinline__ void copy_roots(fr_t* roots, uint32_t k) const
     {
         for (uint32_t i = threadIdx.x; i < (1u << k) / 2; i += blockDim.x)
             async_copy(&roots[i], &tw[at((size_t)i << (lg_n - k))]);
     }
 
-    __device__ __forceinline__ void roots_copied(fr_t* roots, uint32_t k) const
+    // Waits for this thread's copies (the caller's and the roots') and gives the roots it
+    // copied their sign; the caller's barrier then shows them to the block.
+    __device__ __forceinline__ void roots_loaded(fr_t* roots, uint32_t k) const
     {
+        async_copies_wait();
         for (uint32_t i = threadIdx.x; i < (1u << k) / 2; i += blockDim.x)
             roots[i].cneg(inverse && i);
     }
@@ -169,10 +171,12 @@ struct four_step {
         return ((col >> lg_m) << S) + ((size_t)j << lg_m) + (col & (((size_t)1 << lg_m) - 1));
     }
 
-    // Starts the block's copies of its elements into s and of the stages' roots into roots:
-    // in flight until async_copies_wait().
-    __device__ __forceinline__ void load(fr_t* s, fr_t* roots, const fr_t* d_x) const
+    // The block's elements into its shared array (returned) and the stages' roots into
+    // `roots`, copied and waited for: each thread's own copies are done, visible to the
+    // block after the caller's barrier.
+    __device__ __forceinline__ fr_t* load(fr_t*& roots, const fr_t* d_x) const
     {
+        fr_t* s = pass_shared(roots);
         const uint32_t C = 1u << lg_c, elems = C << k;
         uint32_t c, j;
         for (uint32_t e = threadIdx.x; e < elems; e += blockDim.x) {
@@ -180,6 +184,8 @@ struct four_step {
             async_copy(&s[j * C + c], &d_x[i]);
         }
         tw.copy_roots(roots, k);
+        tw.roots_loaded(roots, k);
+        return s;
     }
 
     // v times the twiddle ω_{2^S}^(lo·bitrev(j)) of row j of column c, which makes the rows of
@@ -201,13 +207,10 @@ __device__ __forceinline__ void ntt_dif_pass(fr_t* d_x, uint32_t lg_n, uint32_t 
                                              twiddles_t tw, const fr_t* pw_lo, const fr_t* pw_hi)
 {
     fr_t* roots;
-    fr_t* s = pass_shared(roots);
     const four_step pass{lg_n, S, k, lg_c, tw};
+    fr_t* s = pass.load(roots, d_x);
     const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
     uint32_t c, j;
-    pass.load(s, roots, d_x);
-    async_copies_wait();
-    tw.roots_copied(roots, k);
     __syncthreads();
     stages<false>(s, roots, k, lg_c);
     for (uint32_t e = t; e < elems; e += T) {
@@ -228,13 +231,10 @@ __device__ __forceinline__ void ntt_dit_pass(const fr_t* d_x, fr_t* d_out, uint3
                                              const fr_t* times, const fr_t* minus)
 {
     fr_t* roots;
-    fr_t* s = pass_shared(roots);
     const four_step pass{lg_n, S, k, lg_c, tw};
+    fr_t* s = pass.load(roots, d_x);
     const uint32_t t = threadIdx.x, T = blockDim.x, C = 1u << lg_c, elems = C << k;
     uint32_t c, j;
-    pass.load(s, roots, d_x);
-    async_copies_wait();
-    tw.roots_copied(roots, k);
     for (uint32_t e = t; e < elems; e += T) { // the elements this thread loaded itself
         pass.place(e, c, j);
         s[j * C + c] = pass.twiddled(s[j * C + c], c, j);
@@ -267,8 +267,7 @@ __device__ __forceinline__ void ntt_dif_last_pass(const fr_t* d_x, fr_t* d_out, 
         async_copy(&s[j * C + c], &d_x[(col << k) + j]);
     }
     tw.copy_roots(roots, k);
-    async_copies_wait();
-    tw.roots_copied(roots, k);
+    tw.roots_loaded(roots, k);
     __syncthreads();
     stages<false>(s, roots, k, lg_c);
     for (uint32_t e = t; e < elems; e += T) { // and write along a row

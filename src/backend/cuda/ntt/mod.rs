@@ -12,7 +12,7 @@ use ff::Field;
 
 use self::passes::passes;
 use crate::backend::cuda::ffi::geometry::{LG_PASS, LG_PASS_K};
-use crate::backend::cuda::ffi::ntt::{lg_len, Epilogue, NttKernels, PowerTables, Root, Twiddles};
+use crate::backend::cuda::ffi::ntt::{lg_len, Epilogue, NttKernels, Pass, PowerTables, Root, Twiddles};
 use crate::backend::cuda::ffi::{from_cust, DeviceVec};
 use crate::domain::Roots;
 use crate::error::Result;
@@ -30,10 +30,25 @@ pub enum Transform {
     CosetIntt,
 }
 
+/// Enqueues the decimation-in-frequency passes of the NTT of `x` (⌈lg_n/8⌉ passes of
+/// balanced stage counts, in place) but the last, which it returns for the caller's kernel:
+/// `None` for a one-element transform, which has no pass (its epilogue alone finishes it).
+fn dif_passes_but_last(k: &NttKernels, stream: &Stream, x: &DeviceVec<Scalar>, root: Root<'_>) -> Result<Option<Pass>> {
+    let lg_n = lg_len(x);
+    if lg_n == 0 {
+        return Ok(None);
+    }
+    let plan = passes(lg_n, LG_PASS, LG_PASS_K);
+    let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
+    for &pass in passes {
+        k.dif_pass(stream, x, pass, root, None)?;
+    }
+    Ok(Some(*last))
+}
+
 /// The NTT of `x` (length 2^lg_n) with `root`, from natural order into `out` in natural
-/// order, each output finished by `epi`: ⌈lg_n/8⌉ decimation-in-frequency passes of balanced
-/// stage counts, in place in `x` but the last, which writes `out` (the bit reversal in its
-/// stores). `x` is left as scratch.
+/// order, each output finished by `epi`: the passes of [`dif_passes_but_last`], the last of
+/// which writes `out` (the bit reversal in its stores). `x` is left as scratch.
 ///
 /// # Panics
 /// As the passes' launches: if `x` is not a power of two long, `out` is shorter, the root's
@@ -45,16 +60,10 @@ fn ntt(
     root: Root<'_>,
     epi: Epilogue<'_>,
 ) -> Result<()> {
-    let lg_n = lg_len(x);
-    if lg_n == 0 {
-        return k.epilogue(stream, (x, out), epi);
+    match dif_passes_but_last(k, stream, x, root)? {
+        Some(last) => k.dif_last_pass(stream, (x, out), last, root, epi),
+        None => k.epilogue(stream, (x, out), epi),
     }
-    let plan = passes(lg_n, LG_PASS, LG_PASS_K);
-    let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
-    for &pass in passes {
-        k.dif_pass(stream, x, pass, root, None)?;
-    }
-    k.dif_last_pass(stream, (x, out), *last, root, epi)
 }
 
 /// The NTT of `x` in place, from natural order to bit-reversed order (the passes of [`ntt`],
@@ -67,16 +76,10 @@ fn ntt_to_bit_reversed(
     root: Root<'_>,
     scale: Option<&PowerTables>,
 ) -> Result<()> {
-    let lg_n = lg_len(x);
-    if lg_n == 0 {
-        return k.epilogue(stream, (x, x), Epilogue { scale, ..Epilogue::default() });
+    match dif_passes_but_last(k, stream, x, root)? {
+        Some(last) => k.dif_pass(stream, x, last, root, scale),
+        None => k.epilogue(stream, (x, x), Epilogue { scale, ..Epilogue::default() }),
     }
-    let plan = passes(lg_n, LG_PASS, LG_PASS_K);
-    let (last, passes) = plan.split_last().expect("lg_n >= 1: one pass at least");
-    for &pass in passes {
-        k.dif_pass(stream, x, pass, root, None)?;
-    }
-    k.dif_pass(stream, x, *last, root, scale)
 }
 
 /// The NTT of `x`, held in bit-reversed order, into `out` (which may be `x`) in natural order,
