@@ -23,7 +23,7 @@ use rand::Rng;
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --params FILE --shape dense --lg-m K \\
     [--proofs 8] [--batches 1] [--warmup 1] [--threads T] [--depth 2] [--timing 0|1] [--check 0|1]
-    [--memory-limit GB] [--witness-only 0|1] [--r1cs FILE] [--key-file 0|1]
+    [--memory-limit GB] [--witness-only 0|1] [--r1cs FILE] [--key-file 0|1] [--digest HEX]
 `--batches N`: N batches of `--proofs` proofs one after the other, each reported on its own
 (one setup, several measurements).
 `--memory-limit`: the most device memory the backend may hold; a key that does not fit
@@ -37,7 +37,9 @@ recording's bytes); with `--key-file 1` as well, the backend reads FILE's matric
 into device memory (R1csFile), so the host holds neither the key nor the recording.
 `--key-file 1`: the prover is given the opened file (KeyFile), and the backend reads the bases
 from it into device memory, so the host never holds the whole key (the setup line prints the
-process's peak resident memory either way).
+process's peak resident memory either way). `--digest HEX`: the file is trusted by that
+digest (filecoin-proofs' manifest form; `b2sum` prints the whole BLAKE2b-512), hashed in the
+same pass as it is read (with `--key-file 1`, by the backend: the upload time includes it).
 `--timing 1`: the file is a timing-only key (`peer synth`): proofs cannot verify, so the
 prover's own verification is off. `--check 1` checks every point's subgroup on load.
 Prints, besides the stage table, the batch's start and end (Unix seconds) so that
@@ -66,6 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--witness-only",
             "--r1cs",
             "--key-file",
+            "--digest",
         ],
     )?;
     let path: String = flags.get("--params", String::new())?;
@@ -84,10 +87,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let memory_limit: f64 = flags.get("--memory-limit", 0.0)?;
     let witness_only = flags.get("--witness-only", 0u8)? == 1;
     let key_file = flags.get("--key-file", 0u8)? == 1;
+    let digest: String = flags.get("--digest", String::new())?;
     let r1cs_file: String = flags.get("--r1cs", String::new())?;
 
     let recording = witness_only.then(|| (Chain::new(shape, lg_m, 0), r1cs_file));
-    let (key, partition, loaded, load) = load_key(&path, check, key_file, recording)?;
+    let (key, partition, loaded, load) = load_key(&path, check, key_file, &digest, recording)?;
     let mut device = CudaDevice::open(0)?;
     if memory_limit > 0.0 {
         device = device.with_memory_limit((memory_limit * 1e9) as usize);
@@ -124,20 +128,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The key at `path`, as `--key-file` says: the file opened (the backend reads its bases) or
-/// read whole, with the constraints of `recording` when given; with a partition's bytes,
+/// The key at `path`, as `--key-file` says: the file opened (the backend reads its bases,
+/// trusted by `digest` unless empty) or read whole, with the constraints of `recording` when given; with a partition's bytes,
 /// how it was loaded (for the setup line) and how long that took.
 fn load_key(
     path: &str,
     check: Check,
     key_file: bool,
+    digest: &str,
     recording: Option<(Chain, String)>,
 ) -> Result<(KeySource, usize, String, Duration), Box<dyn std::error::Error>> {
     let (start, witness_only) = (Instant::now(), recording.is_some());
     if key_file {
         let file = KeyFile::open(path, check)?;
+        let file = if digest.is_empty() { file } else { file.with_digest(digest)? };
         let load = start.elapsed();
-        let how = format!("opened in {:.3} s, its bases read as they are uploaded ({check:?})", load.as_secs_f64());
+        let how = format!(
+            "opened in {:.3} s, its bases read as they are uploaded ({check:?}{})",
+            load.as_secs_f64(),
+            if digest.is_empty() { "" } else { ", trusted by its digest" }
+        );
         let file = match recording {
             // An existing recording's file goes to the device as the key's does.
             Some((_, path)) if std::path::Path::new(&path).is_file() => {
@@ -154,7 +164,12 @@ fn load_key(
         let partition = file_partition_bytes(&file, witness_only)?;
         Ok((file.into(), partition, how, load))
     } else {
-        let key = ProvingKey::read(BufReader::with_capacity(1 << 24, File::open(path)?), check)?;
+        let reader = BufReader::with_capacity(1 << 24, File::open(path)?);
+        let key = if digest.is_empty() {
+            ProvingKey::read(reader, check)?
+        } else {
+            ProvingKey::read_digested(reader, check, digest)?
+        };
         let load = start.elapsed();
         let how = format!("read in {:.2} s ({check:?})", load.as_secs_f64());
         let key = match recording {
