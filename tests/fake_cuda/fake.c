@@ -3,7 +3,7 @@
 // A fake CUDA driver (libcuda.so.1) for a machine without a GPU: device memory is host
 // memory, copies and memsets are done, kernels are not run but logged with their grid,
 // block and arguments (device pointers as [allocation size + offset], fr_t values in hex),
-// events time nothing. Under it the CUDA backend's host side runs whole: placement, plans,
+// events time nothing but are reached only when the host waits for them (below). Under it the CUDA backend's host side runs whole: placement, plans,
 // streamed chunks, every launch's asserts. Two builds' logs of the same program are equal
 // when their launches and copies are (run.sh). FAKE_READ_U32 sets what every 4-byte
 // device-to-host read returns (the sort's fullest bucket and entries' total), so that the
@@ -57,7 +57,8 @@ CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuDevicePrimaryCtxSetFlags_v2(int d, unsigned f) { return 0; }
 CUresult cuCtxSetCurrent(void* c) { return 0; }
 CUresult cuCtxGetCurrent(void** c) { *c = &ctx_token; return 0; }
-CUresult cuCtxSynchronize(void) { return 0; }
+static void events_reached(void);
+CUresult cuCtxSynchronize(void) { events_reached(); return 0; }
 CUresult cuModuleLoadData(void** m, const void* img) { *m = &ctx_token; return 0; }
 CUresult cuModuleLoadDataEx(void** m, const void* img, unsigned n, void* o, void** v) { *m = &ctx_token; return 0; }
 CUresult cuModuleUnload(void* m) { return 0; }
@@ -66,14 +67,30 @@ static int stream_count;
 CUresult cuStreamCreateWithPriority(void** s, unsigned f, int p) { *s = (void*)(uintptr_t)(0x1000 + ++stream_count); return 0; }
 CUresult cuStreamCreate(void** s, unsigned f) { return cuStreamCreateWithPriority(s, f, 0); }
 CUresult cuStreamDestroy_v2(void* s) { return 0; }
-CUresult cuStreamSynchronize(void* s) { return 0; }
-CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) { return 0; }
+// Events as the driver sees them: one recorded is pending (its stream's work before it may not
+// have run) until the host waits for it, for its stream or for the context; the time between
+// two events is CUDA_ERROR_NOT_READY (600) while either is pending, as cuEventElapsedTime
+// answers on a device that has not reached them yet. Stricter than a device: a stream's wait
+// for another's event does not count, so every time read must follow a wait of the host's.
 static int event_count;
+static void* event_stream[1 << 16]; /* the stream an event is pending on, or null */
+static int event_index(void* e) { return (int)((uintptr_t)e - 0x100000) & 0xffff; }
+CUresult cuStreamSynchronize(void* s) {
+    for (int i = 0; i <= event_count; i++)
+        if (event_stream[i] == s) event_stream[i] = 0;
+    return 0;
+}
+static void events_reached(void) { memset(event_stream, 0, sizeof event_stream); }
+CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) { return 0; }
 CUresult cuEventCreate(void** e, unsigned f) { *e = (void*)(uintptr_t)(0x100000 + ++event_count); return 0; }
-CUresult cuEventRecord(void* e, void* s) { return 0; }
-CUresult cuEventSynchronize(void* e) { return 0; }
-CUresult cuEventQuery(void* e) { return 0; }
-CUresult cuEventElapsedTime(float* ms, void* a, void* b) { *ms = 0.0f; return 0; }
+CUresult cuEventRecord(void* e, void* s) { event_stream[event_index(e)] = s ? s : (void*)1; return 0; }
+CUresult cuEventSynchronize(void* e) { event_stream[event_index(e)] = 0; return 0; }
+CUresult cuEventQuery(void* e) { return event_stream[event_index(e)] ? 600 : 0; }
+CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
+    if (event_stream[event_index(a)] || event_stream[event_index(b)]) return 600;
+    *ms = 0.0f;
+    return 0;
+}
 CUresult cuEventDestroy_v2(void* e) { return 0; }
 CUresult cuGetErrorString(CUresult r, const char** s) { *s = "fake error"; return 0; }
 CUresult cuGetErrorName(CUresult r, const char** s) { *s = "FAKE_ERROR"; return 0; }

@@ -113,8 +113,11 @@ pub(super) struct PartitionEvents {
     pub(super) ab_h2d: [Event; 2],
 }
 
-/// The device time from `start` to `end`.
+/// The device time from `start` to `end`, once the device has reached both: before, the
+/// driver answers CUDA_ERROR_NOT_READY (an event recorded after a split MSM's readback).
 pub(super) fn elapsed(start: &Event, end: &Event) -> Result<Duration> {
+    start.synchronize().map_err(from_cust)?;
+    end.synchronize().map_err(from_cust)?;
     let ms = end.elapsed_time_f32(start).map_err(from_cust)?;
     Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
 }
