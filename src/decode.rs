@@ -94,20 +94,14 @@ impl<R: Read + Seek> Reader<R> {
         self.len.saturating_sub(self.offset)
     }
 
-    /// Fills `buf` as [`read_exact`](Self::read_exact) does, and returns the digest's state
-    /// (when the file is hashed) for the caller to add `buf` to, beside other work on the
-    /// bytes, and to give back with [`restore_digest`](Self::restore_digest).
-    pub(crate) fn read_unhashed(
-        &mut self,
-        buf: &mut [u8],
-        what: impl FnOnce() -> String,
-    ) -> Result<Option<blake2b_simd::State>> {
-        let digest = self.digest.take();
-        self.read_exact(buf, what)?;
-        Ok(digest)
+    /// The digest's state (when the file is hashed), for the caller to add the bytes it
+    /// reads to, beside other work on them, and to give back with
+    /// [`restore_digest`](Self::restore_digest); reads until then are not hashed.
+    pub(crate) fn take_digest(&mut self) -> Option<blake2b_simd::State> {
+        self.digest.take()
     }
 
-    /// Gives back the digest's state [`read_unhashed`](Self::read_unhashed) took.
+    /// Gives back the digest's state [`take_digest`](Self::take_digest) took.
     pub(crate) fn restore_digest(&mut self, state: Option<blake2b_simd::State>) {
         self.digest = state;
     }

@@ -83,8 +83,10 @@ impl<R: Read + Seek> Reader<R> {
     }
 
     /// The `n` points of query `name` (its count read), decoded in parallel batches, each
-    /// handed to `each` with the index of its first point. The digest (when the file is
-    /// trusted by one) runs on one core beside each batch's decode.
+    /// handed to `each` with the index of its first point. Four things overlap: batch k's
+    /// decode (on rayon's threads), its digest (when the file is trusted by one: the file's
+    /// bytes in order, on one core), and on this thread the read of batch k+1, then `each` of
+    /// batch k−1; so that the load runs at the rate of its slowest part, not of their sum.
     pub(super) fn batches<P: FilePoint>(
         &mut self,
         name: &str,
@@ -92,41 +94,37 @@ impl<R: Read + Seek> Reader<R> {
         check: Check,
         each: &mut dyn FnMut(usize, &[P]) -> Result<()>,
     ) -> Result<()> {
-        let mut bytes = vec![0u8; BATCH.min(n) * P::BYTES];
-        let mut first = 0;
-        while first < n {
-            let at = self.offset;
-            let batch = &mut bytes[..(n - first).min(BATCH) * P::BYTES];
-            let mut digest = self.read_unhashed(batch, || format!("{name}[{first}..{n}]"))?;
-            let batch = &*batch;
-            let ((), decoded) = rayon::join(
-                || {
-                    if let Some(state) = digest.as_mut() {
-                        state.update(batch);
-                    }
-                },
-                || {
-                    batch
-                        .par_chunks_exact(P::BYTES)
-                        .enumerate()
-                        .map(|(i, b)| {
-                            let mut repr = P::Uncompressed::default();
-                            repr.as_mut().copy_from_slice(b);
-                            decode::<P>(&repr, check, true).map_err(|reason| Error::Decode {
-                                what: format!("{name}[{}]", first + i),
-                                offset: at + (i * P::BYTES) as u64,
-                                reason,
-                            })
-                        })
-                        .collect::<Result<Vec<P>>>()
-                },
-            );
-            self.restore_digest(digest);
-            let decoded = decoded?;
-            each(first, &decoded)?;
-            first += decoded.len();
+        let bytes = |k: usize| (n - k * BATCH).min(BATCH) * P::BYTES;
+        let what = |k: usize| format!("{name}[{}..{n}]", k * BATCH);
+        let (mut this, mut next) = (vec![0u8; bytes(0)], vec![0u8; if n > BATCH { bytes(1) } else { 0 }]);
+        let mut digest = self.take_digest();
+        let mut at = self.offset;
+        let mut read = self.read_exact(&mut this, || what(0));
+        let mut last: Option<(usize, Vec<P>)> = None;
+        for k in 0..n.div_ceil(BATCH) {
+            read?;
+            let (first, at_next) = (k * BATCH, self.offset);
+            let this_bytes = &this[..bytes(k)];
+            let (handed, decoded);
+            (read, handed, decoded) = std::thread::scope(|scope| {
+                let decoding = scope.spawn(|| decode_batch::<P>(this_bytes, (name, first, at), check));
+                if let Some(state) = digest.as_mut() {
+                    scope.spawn(|| state.update(this_bytes)); // joined as the scope ends
+                }
+                let read = match first + BATCH < n {
+                    true => self.read_exact(&mut next[..bytes(k + 1)], || what(k + 1)),
+                    false => Ok(()),
+                };
+                let handed = last.take().map_or(Ok(()), |(first, points)| each(first, &points));
+                let decoded = decoding.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (read, handed, decoded)
+            });
+            handed?;
+            last = Some((first, decoded?));
+            (this, next, at) = (next, this, at_next);
         }
-        Ok(())
+        self.restore_digest(digest);
+        last.map_or(Ok(()), |(first, points)| each(first, &points))
     }
 
     /// The verifying key, the first part of the file.
@@ -166,6 +164,24 @@ pub(super) fn check_digest<R: Read + Seek>(src: &mut Reader<R>, expected: &str) 
         return Err(Error::Digest { got: got[..expected.len()].to_owned(), expected: expected.to_owned() });
     }
     Ok(())
+}
+
+/// The points of `bytes`, the batch of query `name` from point `first` on, at file offset
+/// `at`, decoded in parallel.
+fn decode_batch<P: FilePoint>(bytes: &[u8], (name, first, at): (&str, usize, u64), check: Check) -> Result<Vec<P>> {
+    bytes
+        .par_chunks_exact(P::BYTES)
+        .enumerate()
+        .map(|(i, b)| {
+            let mut repr = P::Uncompressed::default();
+            repr.as_mut().copy_from_slice(b);
+            decode::<P>(&repr, check, true).map_err(|reason| Error::Decode {
+                what: format!("{name}[{}]", first + i),
+                offset: at + (i * P::BYTES) as u64,
+                reason,
+            })
+        })
+        .collect()
 }
 
 /// A point from its encoding, or why not.

@@ -6,7 +6,7 @@ use std::io::Cursor;
 use std::sync::Arc;
 
 use bellperson::groth16 as bp;
-use blstrs::{Bls12, G1Affine, Scalar};
+use blstrs::{Bls12, G1Affine, G2Affine, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use pinprove::backend::CpuBackend;
@@ -167,6 +167,73 @@ fn a_file_trusted_by_its_digest_is_read_only_when_the_digest_matches() {
     assert!(matches!(read(&longer, manifest), Err(Error::Digest { .. })), "a byte more is another file");
     assert!(ProvingKey::read(Cursor::new(&longer), Check::OnCurve).is_ok(), "without a digest it is read");
     assert!(matches!(read(&bytes, "not hex"), Err(Error::Config(_))));
+}
+
+/// A key whose queries span several of the reader's batches (2^16 points each): h 2^18 − 1
+/// points (three whole batches and one short), l, a and the b queries a batch and a few.
+fn key_of_several_batches() -> ProvingKey {
+    let vk = ProvingKey::from(&bellperson_file(3).0).vk;
+    let distinct: Vec<G1Affine> = (1..=97u64).map(|i| (G1Affine::generator() * Scalar::from(i)).into()).collect();
+    let g1 = |n: usize| distinct.iter().cycle().take(n).copied().collect::<Vec<_>>();
+    let g2 = (1..=31u64).map(|i| (G2Affine::generator() * Scalar::from(i)).into()).collect::<Vec<G2Affine>>();
+    let (aux, b) = ((1 << 16) + 9, (1 << 16) + 3);
+    let a = vk.ic.len() + aux;
+    let b_g2 = g2.iter().cycle().take(b).copied().collect();
+    ProvingKey::new(vk, g1((1 << 18) - 1), g1(aux), g1(a), g1(b), b_g2)
+}
+
+#[test]
+fn queries_longer_than_a_batch_read_back_and_fail_at_the_point_that_is_bad() {
+    let key = key_of_several_batches();
+    let mut bytes = Vec::new();
+    key.write(&mut bytes).unwrap();
+    assert_eq!(ProvingKey::read(Cursor::new(&bytes), Check::OnCurve).unwrap(), key);
+    let file = TempFile::with("batches", &bytes);
+    assert_eq!(KeyFile::open(&file.0, Check::OnCurve).unwrap().read().unwrap(), key);
+    // A point of h's third batch off the curve: named by its index and its offset.
+    let h0 = 864 + 4 + 96 * key.vk.ic.len() + 4;
+    let bad = (2 << 16) + 7;
+    let mut flipped = bytes.clone();
+    flipped[h0 + 96 * bad + 95] ^= 1;
+    match refused(&flipped, Check::OnCurve) {
+        Error::Decode { what, offset, .. } => {
+            assert_eq!((what.as_str(), offset), (format!("h[{bad}]").as_str(), (h0 + 96 * bad) as u64))
+        }
+        other => panic!("{other:?}"),
+    }
+    // A read failing inside l's second batch: the read of that batch names it.
+    let l0 = h0 + 96 * ((1 << 18) - 1) + 4;
+    let failing = FailsFrom { inner: Cursor::new(&bytes), at: (l0 + 96 * ((1 << 16) + 2)) as u64 };
+    match ProvingKey::read(failing, Check::OnCurve) {
+        Err(Error::Decode { what, offset, reason }) => {
+            let second = format!("l[65536..{}]", (1 << 16) + 9);
+            assert_eq!((what.as_str(), offset), (second.as_str(), (l0 + 96 * (1 << 16)) as u64));
+            assert!(reason.contains("cannot be read"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A reader whose reads fail once they reach byte `at`.
+struct FailsFrom<'a> {
+    inner: Cursor<&'a Vec<u8>>,
+    at: u64,
+}
+
+impl std::io::Read for FailsFrom<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.at.saturating_sub(self.inner.position()) as usize);
+        match n {
+            0 => Err(std::io::Error::other("the disk failed")),
+            _ => std::io::Read::read(&mut self.inner, &mut buf[..n]),
+        }
+    }
+}
+
+impl std::io::Seek for FailsFrom<'_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(to)
+    }
 }
 
 /// A file under the system's temporary directory, removed when dropped.
