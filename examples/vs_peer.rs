@@ -211,7 +211,7 @@ fn print_setup(prover: &Prover, report: &DeviceReport, what: String, loaded: Str
     );
     let (bases, streamed) = match report.key_placement {
         KeyPlacement::Shifted => (report.shifted_bytes, ""),
-        KeyPlacement::Resident => (report.key_bytes, ""),
+        KeyPlacement::Resident | KeyPlacement::ResidentInChunks { .. } => (report.key_bytes, ""),
         KeyPlacement::Streamed { .. } => (0, ", the streamed bases' chunks"),
     };
     let held = bases + report.r1cs_bytes + report.partition_bytes;

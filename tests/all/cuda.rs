@@ -485,7 +485,7 @@ fn proofs_from(
 
 #[test]
 #[ignore = "needs a CUDA device"]
-fn keys_shifted_resident_or_streamed_prove_bit_for_bit() {
+fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let key = key(16);
     let device = CudaDevice::open(0).unwrap();
     let (shifted, report) = proofs_on(&device, &key, 4).unwrap();
@@ -496,27 +496,36 @@ fn keys_shifted_resident_or_streamed_prove_bit_for_bit() {
     let (resident, plain) = proofs_on(&device.clone().with_memory_limit(bases_only), &key, 4).unwrap();
     assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
     assert!(plain.backend_bytes <= bases_only && plain.shifted_bytes == 0, "{plain:?}, limit {bases_only}");
-    // Room for everything but half the bases: they must be streamed.
-    let half_bases = plain.backend_bytes - plain.key_bytes / 2;
-    let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(half_bases), &key, 4).unwrap();
+    // A byte less: the bases stay, their MSMs sorted a chunk at a time.
+    let less = plain.backend_bytes - 1;
+    let (in_chunks, chunked) = proofs_on(&device.clone().with_memory_limit(less), &key, 4).unwrap();
+    let KeyPlacement::ResidentInChunks { chunk } = chunked.key_placement else { panic!("{chunked:?}") };
+    assert!(chunk < key.domain_size() && chunked.backend_bytes <= less, "{chunked:?}, limit {less}");
+    // Room for the partition and the bases but for none of their sorts' scratch: streamed.
+    let no_scratch = plain.partition_bytes + plain.key_bytes;
+    let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(no_scratch), &key, 4).unwrap();
     let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
-    assert!(chunk < key.domain_size() && limited.backend_bytes <= half_bases, "{limited:?}, limit {half_bases}");
-    println!("shifted {report:?}\nresident {plain:?}\nstreamed {limited:?}");
+    assert!(chunk < key.domain_size() && limited.backend_bytes <= no_scratch, "{limited:?}, limit {no_scratch}");
+    println!("shifted {report:?}\nresident {plain:?}\nin chunks {chunked:?}\nstreamed {limited:?}");
     let cpu = Prover::new(key.clone(), Config::default()).unwrap();
     let on_cpu = cpu
         .prove_with_randomness((0..4).map(|i| (chain(16, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect())
         .unwrap();
-    for (i, (((h, r), s), c)) in shifted.iter().zip(&resident).zip(&streamed).zip(&on_cpu).enumerate() {
+    for (i, ((((h, r), k), s), c)) in
+        shifted.iter().zip(&resident).zip(&in_chunks).zip(&streamed).zip(&on_cpu).enumerate()
+    {
         let c = c.as_ref().unwrap();
         assert_eq!(h, c, "job {i}: the shifted key's proof differs from the CPU's");
         assert_eq!(r, c, "job {i}: the resident key's proof differs from the CPU's");
+        assert_eq!(k, c, "job {i}: the proof of the key sorted in chunks differs from the CPU's");
         assert_eq!(s, c, "job {i}: the streamed key's proof differs from the CPU's");
     }
-    // The same three placements, the bases read from the key's file by the backend.
+    // The same four placements, the bases read from the key's file by the backend.
     let path = std::env::temp_dir().join(format!("pinprove-{}-placements.params", std::process::id()));
     key.write(std::fs::File::create(&path).unwrap()).unwrap();
     let file = pinprove::KeyFile::open(&path, pinprove::Check::OnCurve).unwrap();
-    for (limit, placement) in [(None, report), (Some(bases_only), plain), (Some(half_bases), limited)] {
+    let limits = [(None, report), (Some(bases_only), plain), (Some(less), chunked), (Some(no_scratch), limited)];
+    for (limit, placement) in limits {
         let device = limit.map_or(device.clone(), |l| device.clone().with_memory_limit(l));
         let (proofs, from_file) = proofs_from(&device, file.clone(), 16, 4).unwrap();
         assert_eq!(from_file.key_placement, placement.key_placement, "{from_file:?}");

@@ -94,9 +94,10 @@ impl CudaDevice {
     /// This device with at most `bytes` of its memory for each backend made from it (the
     /// device is shared with other work, or to try other placements): a key whose shifted
     /// bases do not fit beside a partition's buffers is [resident](KeyPlacement::Resident),
-    /// one whose bases do not fit is [streamed](KeyPlacement::Streamed), and a backend
-    /// whose partition buffers alone do not fit is refused with
-    /// [`Error::DeviceOutOfMemory`].
+    /// one whose bases fit but not a whole MSM's sort beside them is
+    /// [resident, sorted in chunks](KeyPlacement::ResidentInChunks), one whose bases do not
+    /// fit is [streamed](KeyPlacement::Streamed), and a backend whose partition buffers
+    /// alone do not fit is refused with [`Error::DeviceOutOfMemory`].
     pub fn with_memory_limit(mut self, bytes: usize) -> Self {
         self.memory_limit = Some(bytes);
         self

@@ -241,7 +241,7 @@ impl Bench {
         let msms = Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch };
         let plan = msms.plan(&device_scalars, 0..n, (c, shifted))?;
         ev[2].record(stream).map_err(from_cust)?;
-        let sum = msms.sum::<C>(&plan, &bases.points, &sums)?;
+        let sum = msms.sum::<C>(&plan, (&bases.points, 0), &sums)?;
         ev[3].record(stream).map_err(from_cust)?;
         let run =
             MsmRun { h2d: elapsed(&ev[0], &ev[1])?, plan: elapsed(&ev[1], &ev[2])?, sums: elapsed(&ev[2], &ev[3])? };

@@ -779,25 +779,27 @@ impl MsmKernels {
         }
     }
 
-    /// Σ over `buckets` of `bases`: one Jacobian point per bucket set in `out` (Σ_d d·bucket_d
-    /// of that set), for the host to combine (a set per window), or the MSM itself (one set
-    /// over shifted bases). The window sums run over segments of `segment` buckets.
+    /// Σ over `buckets` of `bases` from base `first` on (an entry's index i is base first + i):
+    /// one Jacobian point per bucket set in `out` (Σ_d d·bucket_d of that set), for the host
+    /// to combine (a set per window), or the MSM itself (one set over shifted bases). The
+    /// window sums run over segments of `segment` buckets.
     ///
     /// # Panics
     /// If `buffers` no longer hold these buckets or have no room for group `G`'s sums,
-    /// `bases` holds fewer points than the entries index, `out` fewer than the sets, or
+    /// `bases` holds fewer points from `first` on than the entries index, `out` fewer than the sets, or
     /// `segment` is not a power of two dividing a window's buckets.
     pub(crate) fn sum<G: Group>(
         &self,
         stream: &Stream,
         buffers: &MsmBuffers,
         (buckets, segment): (&Buckets, usize),
-        bases: &DeviceVec<G::Affine>,
+        (bases, first): (&DeviceVec<G::Affine>, usize),
         out: &DeviceVec<G::Projective>,
     ) -> Result<()> {
         assert_eq!(buffers.sorted.get(), Some(buckets.serial), "the buffers hold another sort's buckets");
-        assert!(bases.len() >= buckets.indexed() && out.len() >= buckets.sets(), "short bases or output");
-        let sums = self.sum_levels::<G>(stream, buffers, buckets, bases)?;
+        let short = bases.len() < first + buckets.indexed() || out.len() < buckets.sets();
+        assert!(!short, "short bases or output");
+        let sums = self.sum_levels::<G>(stream, buffers, buckets, (bases, first))?;
         self.sum_windows::<G>(stream, buffers, (buckets, segment), sums, out)
     }
 
@@ -808,7 +810,7 @@ impl MsmKernels {
         stream: &Stream,
         buffers: &'b MsmBuffers,
         buckets: &Buckets,
-        bases: &DeviceVec<G::Affine>,
+        (bases, first): (&DeviceVec<G::Affine>, usize),
     ) -> Result<&'b DeviceVec<G::Xyzz>> {
         let (k, group) = (G::kernels(self), G::sums(buffers));
         let sums = [grown(&group.sums[0]), grown(&group.sums[1])];
@@ -824,11 +826,12 @@ impl MsmKernels {
             let (keys_arg, items, l) = (u32_arg(keys), u32_arg(items), u32_arg(chunk));
             if level == 1 {
                 // SAFETY: thread t < ⌈items/L⌉ sums items [t·L, t·L + L) ∩ [0, items):
-                // entries, each a point index below `indexed` ≤ bases.len() (asserted in
-                // `sum`); it writes slot t + k for each bucket k those items meet, below
-                // ⌊items/L⌋ + keys = `written` ≤ out.len() (asserted).
+                // entries, each a point index below `indexed`, from base `first` on, with
+                // first + indexed ≤ bases.len() (asserted in `sum`); it writes slot t + k for
+                // each bucket k those items meet, below ⌊items/L⌋ + keys = `written` ≤
+                // out.len() (asserted).
                 unsafe {
-                    let (bases, entries) = (bases.ptr(), entries.ptr());
+                    let (bases, entries) = (bases.at(first), entries.ptr());
                     k.g16_msm_sum_bases(
                         grid,
                         G::THREADS,

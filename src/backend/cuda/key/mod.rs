@@ -69,6 +69,13 @@ pub enum KeyPlacement {
     /// Every base on the device, uploaded once and read by every partition.
     #[default]
     Resident,
+    /// Every base on the device, the MSMs sorted `chunk` points at a time: the scratch of a
+    /// whole MSM's sort does not fit beside the bases, a chunk's does (an 80 GB device at
+    /// Filecoin's 2^27, whose 48 GB key and its partition's buffers leave a few GB).
+    ResidentInChunks {
+        /// Points per sort.
+        chunk: usize,
+    },
     /// Every base in page-locked host memory, copied to the device `chunk` points at a time
     /// for each MSM, the copy of the next chunk overlapping the sums of this one.
     Streamed {
@@ -83,6 +90,8 @@ pub(crate) enum DeviceKey {
     Resident {
         g1: [DeviceBases<G1Affine>; 4],
         b_g2: DeviceBases<G2Affine>,
+        /// Points per sort, when the MSMs are sorted a chunk at a time.
+        chunk: Option<usize>,
         upload: Duration,
     },
     Streamed {
@@ -96,11 +105,12 @@ pub(crate) enum DeviceKey {
 
 impl DeviceKey {
     /// Uploads `key`'s bases, and when `shifted` makes their copies for the MSMs of
-    /// `msm_lengths` (H, L, A, B) scalars (the stream is synchronised before this returns).
+    /// `msm_lengths` (H, L, A, B) scalars (the stream is synchronised before this returns);
+    /// plain bases' MSMs are sorted `chunk` points at a time when given.
     pub(crate) fn resident(
         key: HostKey<'_>,
         msm_lengths: [usize; 4],
-        shifted: bool,
+        (shifted, chunk): (bool, Option<usize>),
         kernels: &MsmKernels,
         (stream, staging): (&Stream, &Staging),
     ) -> Result<Self> {
@@ -130,7 +140,11 @@ impl DeviceKey {
                 (g1, b_g2)
             }
         };
-        Ok(DeviceKey::Resident { g1, b_g2, upload: start.elapsed() })
+        let (g1, b_g2) = match chunk {
+            Some(chunk) => (g1.map(|bases| bases.in_plans_of(chunk)), b_g2.in_plans_of(chunk)),
+            None => (g1, b_g2),
+        };
+        Ok(DeviceKey::Resident { g1, b_g2, chunk, upload: start.elapsed() })
     }
 
     /// Allocates two device chunks of `chunk` points per group and, once `fits` agrees, pins
@@ -192,6 +206,7 @@ impl DeviceKey {
     pub(crate) fn placement(&self) -> KeyPlacement {
         match self {
             DeviceKey::Resident { g1, .. } if g1[0].shifted.is_some() => KeyPlacement::Shifted,
+            DeviceKey::Resident { chunk: Some(chunk), .. } => KeyPlacement::ResidentInChunks { chunk: *chunk },
             DeviceKey::Resident { .. } => KeyPlacement::Resident,
             DeviceKey::Streamed { g1_slots, .. } => KeyPlacement::Streamed { chunk: g1_slots[0].len() },
         }

@@ -1,8 +1,9 @@
 //! The placement policy of a key on a device, within the device memory the backend may take
 //! ([`Budget`]): the recorded constraints first (resident, or streamed a chunk of rows at a
 //! time, with less room for them as long as the bases do not fit beside them), then the
-//! bases with their shifted copies, the bases alone, or the bases streamed from pinned host
-//! memory in the largest chunk that fits (see [`KeyPlacement`]).
+//! bases with their shifted copies, the bases alone (their MSMs sorted whole, or a chunk at a
+//! time), or the bases streamed from pinned host memory in the largest chunk that fits (see
+//! [`KeyPlacement`]).
 
 use std::cell::OnceCell;
 use std::sync::Arc;
@@ -143,8 +144,8 @@ fn streamed_chunks(r1cs: &Arc<R1cs>, recording: Recording) -> Vec<usize> {
     chunks
 }
 
-/// The bases with their shifted copies, else alone, else streamed (see [`KeyPlacement`]),
-/// with the scratch their MSMs need in `scratch`.
+/// The bases with their shifted copies, else alone (sorted whole, else in chunks), else
+/// streamed (see [`KeyPlacement`]), with the scratch their MSMs need in `scratch`.
 ///
 /// # Errors
 /// [`Error::DeviceOutOfMemory`] when not even streamed bases fit.
@@ -157,9 +158,16 @@ fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<
         }
         held => held,
     };
-    match held {
+    let held = match held {
         Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
-            log::info!("the key's bases and whole-MSM scratch do not fit ({e}): streaming the bases");
+            log::info!("the key's bases and whole-MSM scratch do not fit ({e}): the MSMs sorted in chunks");
+            resident_in_chunks(gpu, key, scratch)
+        }
+        held => held,
+    };
+    match held {
+        Err(e @ Error::DeviceOutOfMemory { .. }) => {
+            log::info!("the key's bases and a chunk's scratch do not fit ({e}): streaming the bases");
             stream_key(gpu, key, scratch)
         }
         held => held,
@@ -175,7 +183,34 @@ fn resident_key(gpu: &Gpu, key: HostKey<'_>, shifted: bool, scratch: &mut MsmScr
     let placement = if shifted { KeyPlacement::Shifted } else { KeyPlacement::Resident };
     reserve_scratch(gpu, key, placement, scratch)?;
     gpu.budget.check(key_bytes(key.points(), lengths, shifted))?;
-    DeviceKey::resident(key, lengths, shifted, &gpu.msm, (&gpu.stream, &gpu.staging))
+    DeviceKey::resident(key, lengths, (shifted, None), &gpu.msm, (&gpu.stream, &gpu.staging))
+}
+
+/// The key's bases on the device with scratch for sorts of the largest power-of-two chunk
+/// (below the longest MSM, at least MIN_STREAMED_CHUNK) that fits beside them.
+fn resident_in_chunks(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<DeviceKey> {
+    let lengths = g1_msm_lengths(&key.shape());
+    let bases = key_bytes(key.points(), lengths, false);
+    *scratch = MsmScratch::default();
+    gpu.budget.check(bases)?; // not even the bases alone: no chunk helps
+    let longest = lengths.into_iter().max().unwrap_or(0);
+    let mut chunk = (longest.next_power_of_two() / 2).max(MIN_STREAMED_CHUNK);
+    loop {
+        *scratch = MsmScratch::default(); // free the last try's
+        let placement = KeyPlacement::ResidentInChunks { chunk };
+        let fits = check_sort_limits(chunk, plan_window_bits(chunk, false), false)
+            .and_then(|()| reserve_scratch(gpu, key, placement, scratch))
+            .and_then(|()| gpu.budget.check(bases));
+        match fits {
+            Err(Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. }) if chunk > MIN_STREAMED_CHUNK => {
+                chunk /= 2
+            }
+            Err(e) => return Err(e),
+            Ok(()) => {
+                return DeviceKey::resident(key, lengths, (false, Some(chunk)), &gpu.msm, (&gpu.stream, &gpu.staging))
+            }
+        }
+    }
 }
 
 /// Streamed bases in the largest power-of-two chunk (at least MIN_STREAMED_CHUNK) whose
@@ -197,20 +232,23 @@ fn stream_key(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<D
     }
 }
 
-/// MSM scratch for every MSM of `key` with its bases placed so, and, for resident bases, the
-/// split's rooms for the witness's MSMs (L, A and B; `msm/split.rs`).
+/// MSM scratch for every MSM of `key` with its bases placed so (the sorts of a chunk's
+/// points, when they are sorted in chunks), and, for resident bases, the split's rooms for
+/// the witness's MSMs (L, A and B; `msm/split.rs`).
 fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<()> {
     let shifted = placement == KeyPlacement::Shifted;
     let (chunk, resident) = match placement {
         KeyPlacement::Streamed { chunk } => (chunk, false),
-        _ => (usize::MAX, true),
+        KeyPlacement::ResidentInChunks { chunk } => (chunk, true),
+        KeyPlacement::Shifted | KeyPlacement::Resident => (usize::MAX, true),
     };
-    let lengths = g1_msm_lengths(&key.shape()).map(|len| len.min(chunk));
-    for n in lengths {
+    let lengths = g1_msm_lengths(&key.shape());
+    for n in lengths.map(|len| len.min(chunk)) {
         scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
     }
     let [_, l, a, b] = lengths; // the B scalars, for G2 too
-    scratch.reserve::<G2>(b, plan_window_bits(b, shifted), shifted)?;
+    let b_plan = b.min(chunk);
+    scratch.reserve::<G2>(b_plan, plan_window_bits(b_plan, shifted), shifted)?;
     if resident {
         scratch.reserve_split::<G1>(l.max(a).max(b))?;
         scratch.reserve_split::<G2>(b)?;

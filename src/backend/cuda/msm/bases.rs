@@ -21,6 +21,9 @@ pub(crate) struct DeviceBases<T: HostElem> {
     pub(crate) n: usize,
     /// The window bits of the plans the copies serve; `None`: plain bases.
     pub(crate) shifted: Option<u32>,
+    /// Points one plan sorts: all of them, or a chunk when the backend's scratch holds only
+    /// plans of that many ([`KeyPlacement::ResidentInChunks`](crate::backend::cuda::KeyPlacement)).
+    pub(crate) plan_points: usize,
 }
 
 impl<T: HostElem> DeviceBases<T> {
@@ -44,7 +47,13 @@ impl<T: HostElem> DeviceBases<T> {
 
     /// Room for `n` bases, and their copies for `shifted` window bits, to be filled.
     pub(crate) fn alloc(n: usize, shifted: Option<u32>) -> Result<Self> {
-        Ok(DeviceBases { points: DeviceVec::new(n * copies(shifted))?, n, shifted })
+        Ok(DeviceBases { points: DeviceVec::new(n * copies(shifted))?, n, shifted, plan_points: n })
+    }
+
+    /// These bases, their MSMs sorted a `chunk` of points at a time (plain bases only).
+    pub(crate) fn in_plans_of(self, chunk: usize) -> Self {
+        assert!(self.shifted.is_none() && chunk > 0, "plans of {chunk} points over {:?}-bit copies", self.shifted);
+        DeviceBases { plan_points: chunk.min(self.n), ..self }
     }
 
     /// Uploads `points`, the bases from `first` on (pageable: through the staging chunks),

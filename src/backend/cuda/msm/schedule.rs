@@ -44,11 +44,12 @@ impl Msms<'_> {
         Ok(Plan::of(buckets))
     }
 
-    /// Σ over `plan`'s buckets of `bases` (on the device), via the bucket sets' sums in `sums`.
+    /// Σ over `plan`'s buckets of `bases` (on the device) from base `first` on, via the
+    /// bucket sets' sums in `sums`.
     pub(crate) fn sum<G: Group>(
         &self,
         plan: &Plan,
-        bases: &DeviceVec<G::Affine>,
+        bases: (&DeviceVec<G::Affine>, usize),
         sums: &DeviceVec<G::Projective>,
     ) -> Result<G::Projective> {
         let buckets = &plan.buckets;
@@ -63,9 +64,10 @@ impl Msms<'_> {
 
     /// Σ scalarsᵢ·basesᵢ for i < n. Resident bases take one plan (or `reuse`, the plan of the
     /// same scalars for another group, when it fits these bases), which is returned for the
-    /// next group. Streamed bases go chunk by chunk through their two slots: chunk j+1 is
-    /// copied while chunk j is summed, and chunk j+2 into j's slot once j's sums are back on
-    /// the host.
+    /// next group, or, when their plans are of fewer points ([`DeviceBases::plan_points`]),
+    /// one plan a chunk of that many. Streamed bases go chunk by chunk through their two
+    /// slots: chunk j+1 is copied while chunk j is summed, and chunk j+2 into j's slot once
+    /// j's sums are back on the host.
     pub(crate) fn msm<G: Group>(
         &self,
         scalars: &DeviceVec<Scalar>,
@@ -75,13 +77,23 @@ impl Msms<'_> {
         reuse: Option<Plan>,
     ) -> Result<(G::Projective, Option<Plan>)> {
         let (host, slots) = match bases {
+            Bases::Resident(bases) if n > bases.plan_points => {
+                let chunk = bases.plan_points;
+                let c = window_bits(chunk);
+                let mut total = G::Projective::identity();
+                for start in (0..n).step_by(chunk) {
+                    let plan = self.plan(scalars, start..n.min(start + chunk), (c, None))?;
+                    total += self.sum::<G>(&plan, (&bases.points, start), sums)?;
+                }
+                return Ok((total, None));
+            }
             Bases::Resident(bases) => {
                 let (c, shifted) = bases.plan_for(n);
                 let plan = match reuse {
                     Some(plan) if plan.serves(n, c, shifted) => plan,
                     _ => self.plan(scalars, 0..n, (c, shifted))?,
                 };
-                return Ok((self.sum::<G>(&plan, &bases.points, sums)?, Some(plan)));
+                return Ok((self.sum::<G>(&plan, (&bases.points, 0), sums)?, Some(plan)));
             }
             Bases::Streamed { host, slots } => (host, slots),
         };
@@ -101,7 +113,7 @@ impl Msms<'_> {
         for (j, range) in chunks.iter().enumerate() {
             wait_for(self.stream, copied.pop_front().expect("chunk j was copied"))?;
             let plan = self.plan(scalars, range.clone(), (c, None))?;
-            total += self.sum::<G>(&plan, &slots[j % 2], sums)?; // waits: slot j % 2 is free after
+            total += self.sum::<G>(&plan, (&slots[j % 2], 0), sums)?; // waits: slot j % 2 is free after
             if j + 2 < chunks.len() {
                 copied.push_back(copy(j + 2)?);
             }

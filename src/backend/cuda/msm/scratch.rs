@@ -46,7 +46,11 @@ impl MsmScratch {
     pub(crate) fn reserve<G: Group>(&mut self, n: usize, c: u32, shifted: bool) -> Result<()> {
         assert!(window_range(shifted).contains(&c), "window of {c} bits");
         let c = widest_window(c);
-        let need = room_for(n, c, shifted);
+        self.reserve_room::<G>(room_for(n, c, shifted), c)
+    }
+
+    /// Sizes the buffers for sorts that `need`, in windows of `c` bits, and group G's sums.
+    fn reserve_room<G: Group>(&mut self, need: BucketRoom, c: u32) -> Result<()> {
         if !covers(&self.room, &need) {
             let room = BucketRoom {
                 keys: self.room.keys.max(need.keys),
@@ -74,12 +78,14 @@ impl MsmScratch {
     }
 
     /// Sizes the split's rooms (`split.rs`) for MSMs of up to `n` points in group G: the
-    /// others of a [`SPLIT_SHARE`](super::split::SPLIT_SHARE)th of them, and the plans over
-    /// them.
+    /// bucket of up to n ones (one 2-bit window: `ones_bucket`), the others of a
+    /// [`SPLIT_SHARE`](super::split::SPLIT_SHARE)th of them, and the plans over them.
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
     pub(crate) fn reserve_split<G: Group>(&mut self, n: usize) -> Result<()> {
+        let ones = BucketRoom { keys: 2, entries: n, binned: 0, levels: levels_for(n, MIN_THREAD_ITEMS) };
+        self.reserve_room::<G>(ones, 2)?;
         let room = n / super::split::SPLIT_SHARE;
         self.buffers.grow_split::<G>(room)?;
         // A plan of fewer points may take a window a bit narrower, and so more entries.

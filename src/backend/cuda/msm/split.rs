@@ -68,12 +68,12 @@ impl Msms<'_> {
         let mut total = G::Projective::identity();
         if split.ones > 0 {
             let ones = self.kernels.ones_bucket((self.stream, self.staging), buffers, &split, levels)?;
-            total += self.sum::<G>(&Plan::of(ones), &bases.points, sums)?;
+            total += self.sum::<G>(&Plan::of(ones), (&bases.points, 0), sums)?;
         }
         if split.others > 0 {
             let (points, others) = self.kernels.gather::<G>(self.stream, buffers, &split, &bases.points)?;
             let plan = self.plan(others, 0..split.others, (c, None))?;
-            total += self.sum::<G>(&plan, points, sums)?;
+            total += self.sum::<G>(&plan, (points, 0), sums)?;
         }
         Ok(Some(total))
     }
