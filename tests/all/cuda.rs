@@ -501,8 +501,9 @@ fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let (in_chunks, chunked) = proofs_on(&device.clone().with_memory_limit(less), &key, 4).unwrap();
     let KeyPlacement::ResidentInChunks { chunk } = chunked.key_placement else { panic!("{chunked:?}") };
     assert!(chunk < key.domain_size() && chunked.backend_bytes <= less, "{chunked:?}, limit {less}");
-    // Room for the partition and the bases but for none of their sorts' scratch: streamed.
-    let no_scratch = plain.partition_bytes + plain.key_bytes;
+    // Room for the partition and one and a half times the bases: too little for the bases
+    // and even the smallest chunk's sorts, enough for streamed chunks.
+    let no_scratch = plain.partition_bytes + plain.key_bytes * 3 / 2;
     let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(no_scratch), &key, 4).unwrap();
     let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
     assert!(chunk < key.domain_size() && limited.backend_bytes <= no_scratch, "{limited:?}, limit {no_scratch}");
