@@ -715,7 +715,8 @@ fn gpu_recorded_constraints_resident_or_streamed_give_the_cpus_h_and_msm_sums() 
 
 /// A witness-only prover on the GPU proves bellperson's proofs bit for bit (fixed r, s),
 /// splitting the MSMs of bit-heavy witnesses by value and not a dense one's, and answers a
-/// circuit whose constraints differ from the recording `ProofInvalid`.
+/// circuit whose constraints differ from the recording `ProofInvalid`; the same with the
+/// bases streamed.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
@@ -726,22 +727,50 @@ fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
         let params = bp::generate_random_parameters::<blstrs::Bls12, _, _>(Chain::new(shape, lg, 0), &mut rng).unwrap();
         let key =
             pinprove::ProvingKey::from(&params).with_r1cs(R1cs::record(Chain::new(shape, lg, 0)).unwrap()).unwrap();
-        let prover = cuda_prover(key, Config { synthesis_threads: 4, ..Config::default() });
-        assert!(prover.is_witness_only(), "{}", shape.name());
-        let jobs: Vec<_> =
-            (1..4).map(|x0| (Chain::new(shape, lg, x0), Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
-        for ((c, r, s), proof) in jobs.clone().into_iter().zip(prover.prove_with_randomness(jobs).unwrap()) {
-            let theirs = Proof::from(&bp::create_proof::<blstrs::Bls12, _, _>(c, &params, r, s).unwrap());
-            assert_eq!(proof.unwrap(), theirs, "{} 2^{lg}", shape.name());
-        }
-        // The bit-heavy witnesses' four MSMs were split by value on the device, the dense one's not.
-        let split: Vec<u32> = prover.take_timings().iter().map(|t| t.msms_split).collect();
-        match shape {
-            Shape::Dense => assert_eq!(split, [0; 3], "{}", shape.name()),
-            Shape::Sha256 | Shape::Sha256Native => assert_eq!(split, [4; 3], "{}", shape.name()),
-            Shape::Sparse => println!("sparse 2^{lg}: witness MSMs split {split:?}"),
+        let device = CudaDevice::open(0).unwrap();
+        let config = Config { synthesis_threads: 4, ..Config::default() };
+        let prover =
+            Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), vec![device.backend_factory()]);
+        let (prover, r) = (prover.unwrap(), device.report());
+        // The bit-heavy keys again with their bases streamed: in the least room, a quarter of
+        // the key at a time above the partition's, the recording's and the key's bytes, in
+        // which a backend is made (the bases and a chunk's sorts need more).
+        let streamed = matches!(shape, Shape::Sha256 | Shape::Sha256Native).then(|| {
+            let at_least = r.partition_bytes + r.r1cs_bytes;
+            let limits = (4..).map(|quarters| device.clone().with_memory_limit(at_least + r.key_bytes * quarters / 4));
+            let (prover, placement) = limits
+                .map(|limited| {
+                    let backends = vec![limited.backend_factory()];
+                    let made = Prover::with_backends(key.clone(), config, limited.pinned_pool(config.pool), backends);
+                    made.map(|prover| (prover, limited.report().key_placement))
+                })
+                .find_map(Result::ok)
+                .expect("some room fits");
+            assert!(matches!(placement, KeyPlacement::Streamed { .. }), "{} 2^{lg}: {placement:?}", shape.name());
+            prover
+        });
+        for prover in std::iter::once(&prover).chain(&streamed) {
+            assert!(prover.is_witness_only(), "{}", shape.name());
+            let jobs: Vec<_> = (1..4)
+                .map(|x0| (Chain::new(shape, lg, x0), Scalar::random(&mut rng), Scalar::random(&mut rng)))
+                .collect();
+            for ((c, r, s), proof) in jobs.clone().into_iter().zip(prover.prove_with_randomness(jobs).unwrap()) {
+                let theirs = Proof::from(&bp::create_proof::<blstrs::Bls12, _, _>(c, &params, r, s).unwrap());
+                assert_eq!(proof.unwrap(), theirs, "{} 2^{lg}", shape.name());
+            }
+            // The bit-heavy witnesses' four MSMs were split by value on the device (streamed:
+            // every chunk), the dense one's not.
+            let split: Vec<u32> = prover.take_timings().iter().map(|t| t.msms_split).collect();
+            match shape {
+                Shape::Dense => assert_eq!(split, [0; 3], "{}", shape.name()),
+                Shape::Sha256 | Shape::Sha256Native => assert_eq!(split, [4; 3], "{}", shape.name()),
+                Shape::Sparse => println!("sparse 2^{lg}: witness MSMs split {split:?}"),
+            }
         }
         prover.shutdown();
+        if let Some(streamed) = streamed {
+            streamed.shutdown();
+        }
     }
     // More aux than the domain has points: their values take a room of their own, not C's buffer.
     let wide = |x0: u64| crate::circuits::WideSums { x0: Scalar::from(x0), rounds: 60, width: 7 };

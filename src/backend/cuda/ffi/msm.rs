@@ -486,28 +486,29 @@ impl MsmKernels {
         Ok(())
     }
 
-    /// Splits `scalars[..n]` by value (split.cuh): the ones' indices into the sort's entries
-    /// (whose buckets they replace), the others and their indices into the split's rooms,
-    /// at most `room` of them kept; reads the counts back.
+    /// Splits `scalars[range]` by value (split.cuh): the ones' indices (from the range's
+    /// start) into the sort's entries (whose buckets they replace), the others and their
+    /// indices into the split's rooms, at most `room` of them kept; reads the counts back.
     ///
     /// # Panics
-    /// If `scalars` holds fewer than n, the entries fewer than n, the split's rooms fewer than
-    /// `room`, or n is 2^31 or more.
+    /// If `scalars` holds fewer than the range, the entries fewer than its n points, the
+    /// split's rooms fewer than `room`, or n is 2^31 or more.
     pub(crate) fn split(
         &self,
         stream: &Stream,
         buffers: &MsmBuffers,
-        scalars: &DeviceVec<Scalar>,
-        (n, room): (usize, usize),
+        (scalars, range): (&DeviceVec<Scalar>, std::ops::Range<usize>),
+        room: usize,
     ) -> Result<Split> {
+        let n = range.len();
         let entries = grown(&buffers.entries);
         let (others, others_idx, counts) = (&buffers.split.others, &buffers.split.others_idx, &buffers.split.counts);
         let (others, others_idx, counts) = (grown(others), grown(others_idx), grown(counts));
-        assert!(scalars.len() >= n && entries.len() >= n && n < 1 << 31, "a split of {n} scalars");
+        assert!(scalars.len() >= range.end && entries.len() >= n && n < 1 << 31, "a split of {range:?}");
         assert!(others.len() >= room && others_idx.len() >= room && counts.len() >= 2, "room for {room} others");
         buffers.sorted.set(None); // the entries become the ones' indices
         counts.zero(2, stream)?;
-        // SAFETY: thread i < n reads scalar i (inside, asserted); a one's slot is below the
+        // SAFETY: thread i < n reads scalar start + i (inside, asserted); a one's slot is below the
         // ones' count ≤ n ≤ entries.len(), an other's is written only below `room` (asserted
         // to fit both rooms); the counts are two (asserted).
         unsafe {
@@ -515,7 +516,7 @@ impl MsmKernels {
                 blocks(n, SPLIT_THREADS),
                 SPLIT_THREADS,
                 stream,
-                scalars.ptr(),
+                scalars.at(range.start),
                 u32_arg(n),
                 entries.ptr_mut(),
                 others.ptr_mut(),

@@ -77,7 +77,8 @@ pub enum KeyPlacement {
         chunk: usize,
     },
     /// Every base in page-locked host memory, copied to the device `chunk` points at a time
-    /// for each MSM, the copy of the next chunk overlapping the sums of this one.
+    /// for each MSM, the copy of the next chunk overlapping the sums of this one (for the
+    /// witness's MSMs, split by value chunk by chunk).
     Streamed {
         /// Points per chunk.
         chunk: usize,

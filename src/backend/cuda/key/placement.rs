@@ -233,14 +233,15 @@ fn stream_key(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<D
 }
 
 /// MSM scratch for every MSM of `key` with its bases placed so (the sorts of a chunk's
-/// points, when they are sorted in chunks), and, for resident bases, the split's rooms for
-/// the witness's MSMs (L, A and B; `msm/split.rs`).
+/// points, when they are sorted in chunks), and the split's rooms for the witness's MSMs (L,
+/// A and B; `msm/split.rs`), which split resident bases whole and streamed ones a chunk at a
+/// time.
 fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<()> {
     let shifted = placement == KeyPlacement::Shifted;
-    let (chunk, resident) = match placement {
-        KeyPlacement::Streamed { chunk } => (chunk, false),
-        KeyPlacement::ResidentInChunks { chunk } => (chunk, true),
-        KeyPlacement::Shifted | KeyPlacement::Resident => (usize::MAX, true),
+    let (chunk, split) = match placement {
+        KeyPlacement::Streamed { chunk } => (chunk, chunk),
+        KeyPlacement::ResidentInChunks { chunk } => (chunk, usize::MAX),
+        KeyPlacement::Shifted | KeyPlacement::Resident => (usize::MAX, usize::MAX),
     };
     let lengths = g1_msm_lengths(&key.shape());
     for n in lengths.map(|len| len.min(chunk)) {
@@ -249,9 +250,7 @@ fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch
     let [_, l, a, b] = lengths; // the B scalars, for G2 too
     let b_plan = b.min(chunk);
     scratch.reserve::<G2>(b_plan, plan_window_bits(b_plan, shifted), shifted)?;
-    if resident {
-        scratch.reserve_split::<G1>(l.max(a).max(b))?;
-        scratch.reserve_split::<G2>(b)?;
-    }
+    scratch.reserve_split::<G1>(l.max(a).max(b).min(split))?;
+    scratch.reserve_split::<G2>(b.min(split))?;
     gpu.budget.check(0)
 }

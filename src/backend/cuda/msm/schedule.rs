@@ -76,7 +76,7 @@ impl Msms<'_> {
         sums: &DeviceVec<G::Projective>,
         reuse: Option<Plan>,
     ) -> Result<(G::Projective, Option<Plan>)> {
-        let (host, slots) = match bases {
+        match bases {
             Bases::Resident(bases) if n > bases.plan_points => {
                 let chunk = bases.plan_points;
                 let c = window_bits(chunk);
@@ -85,7 +85,7 @@ impl Msms<'_> {
                     let plan = self.plan(scalars, start..n.min(start + chunk), (c, None))?;
                     total += self.sum::<G>(&plan, (&bases.points, start), sums)?;
                 }
-                return Ok((total, None));
+                Ok((total, None))
             }
             Bases::Resident(bases) => {
                 let (c, shifted) = bases.plan_for(n);
@@ -93,12 +93,29 @@ impl Msms<'_> {
                     Some(plan) if plan.serves(n, c, shifted) => plan,
                     _ => self.plan(scalars, 0..n, (c, shifted))?,
                 };
-                return Ok((self.sum::<G>(&plan, (&bases.points, 0), sums)?, Some(plan)));
+                Ok((self.sum::<G>(&plan, (&bases.points, 0), sums)?, Some(plan)))
             }
-            Bases::Streamed { host, slots } => (host, slots),
-        };
+            Bases::Streamed { host, slots } => {
+                let c = window_bits(slots[0].len().min(n));
+                let total = self.streamed::<G>(n, (host, slots), |range, slot| {
+                    self.sum::<G>(&self.plan(scalars, range, (c, None))?, (slot, 0), sums)
+                })?;
+                Ok((total, None))
+            }
+        }
+    }
+
+    /// Σ over the chunks of an MSM of `n` streamed bases (`host`) of `each(range, slot)`, the
+    /// sum of the chunk's scalars over its bases, copied to `slot`. Chunk j+1 is copied while
+    /// chunk j is summed, and chunk j+2 into j's slot once `each` of chunk j returns (its sums
+    /// back on the host).
+    pub(crate) fn streamed<G: Group>(
+        &self,
+        n: usize,
+        (host, slots): (&[G::Affine], &[DeviceVec<G::Affine>; 2]),
+        mut each: impl FnMut(std::ops::Range<usize>, &DeviceVec<G::Affine>) -> Result<G::Projective>,
+    ) -> Result<G::Projective> {
         let chunk = slots[0].len();
-        let c = window_bits(chunk.min(n));
         let chunks: Vec<_> = (0..n).step_by(chunk).map(|start| start..n.min(start + chunk)).collect();
         let mut in_flight = Vec::with_capacity(chunks.len());
         // Enqueues the copy of chunk j into its slot; returns the mark its sums wait for.
@@ -112,13 +129,12 @@ impl Msms<'_> {
         let mut total = G::Projective::identity();
         for (j, range) in chunks.iter().enumerate() {
             wait_for(self.stream, copied.pop_front().expect("chunk j was copied"))?;
-            let plan = self.plan(scalars, range.clone(), (c, None))?;
-            total += self.sum::<G>(&plan, (&slots[j % 2], 0), sums)?; // waits: slot j % 2 is free after
+            total += each(range.clone(), &slots[j % 2])?; // waits: slot j % 2 is free after
             if j + 2 < chunks.len() {
                 copied.push_back(copy(j + 2)?);
             }
         }
         in_flight.into_iter().try_for_each(InFlight::wait)?;
-        Ok((total, None))
+        Ok(total)
     }
 }

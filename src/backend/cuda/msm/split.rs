@@ -3,14 +3,15 @@
 //! ones summed as one bucket (by the reduction levels every bucket takes), and the others,
 //! with their bases gathered, through an MSM of their own. The sort of n points in ⌈256/c⌉
 //! windows and the window sums over their buckets shrink to those of the few others.
-//! Chosen per MSM from the split's census: when the others do not fit its rooms, a
-//! [`SPLIT_SHARE`]th of the points, the caller's plan over every scalar runs instead.
+//! Chosen per MSM (per chunk of streamed bases) from the split's census: when the others do
+//! not fit its rooms, a [`SPLIT_SHARE`]th of the points, the caller's plan over every scalar
+//! runs instead.
 
 use group::Group as _;
 
 use blstrs::Scalar;
 
-use super::bases::{Bases, DeviceBases};
+use super::bases::Bases;
 use super::plan::{levels, Plan};
 use super::schedule::Msms;
 use super::window::window_bits;
@@ -28,10 +29,11 @@ pub(crate) const SPLIT_SHARE: usize = 16;
 
 impl Msms<'_> {
     /// Σ scalarsᵢ·basesᵢ for i < n of a witness's scalars (the L, A and B MSMs'), which may
-    /// be mostly 0 and 1: [split](Self::split) over resident bases, unless `reuse` brings the
-    /// plan of these scalars (they were not split for the other group); else, or when the
-    /// split declines, as [`msm`](Self::msm). Returns the sum, the plan for the next group
-    /// (`None` when split) and whether it was split.
+    /// be mostly 0 and 1: [split](Self::split), unless `reuse` brings the plan of these
+    /// scalars (they were not split for the other group); over resident bases at once, over
+    /// streamed ones a chunk at a time as each is copied up; else, or when the split
+    /// declines, as [`msm`](Self::msm). Returns the sum, the plan for the next group (`None`
+    /// when split) and whether it was split (every chunk, when streamed).
     pub(crate) fn witness_msm<G: Group>(
         &self,
         scalars: &DeviceVec<Scalar>,
@@ -40,27 +42,41 @@ impl Msms<'_> {
         sums: &DeviceVec<G::Projective>,
         reuse: Option<Plan>,
     ) -> Result<(G::Projective, Option<Plan>, bool)> {
-        if let (Bases::Resident(resident), None) = (bases, &reuse) {
-            if let Some(sum) = self.split::<G>(scalars, n, resident, sums)? {
-                return Ok((sum, None, true));
+        match (bases, &reuse) {
+            (Bases::Resident(resident), None) => {
+                if let Some(sum) = self.split::<G>((scalars, 0..n), &resident.points, sums)? {
+                    return Ok((sum, None, true));
+                }
             }
+            (Bases::Streamed { host, slots }, _) => {
+                let (c, mut every) = (window_bits(slots[0].len().min(n)), true);
+                let sum = self.streamed::<G>(n, (host, slots), |range, slot| {
+                    let split = self.split::<G>((scalars, range.clone()), slot, sums)?;
+                    every &= split.is_some();
+                    match split {
+                        Some(sum) => Ok(sum),
+                        None => self.sum::<G>(&self.plan(scalars, range, (c, None))?, (slot, 0), sums),
+                    }
+                })?;
+                return Ok((sum, None, every));
+            }
+            _ => {}
         }
         let (sum, plan) = self.msm::<G>(scalars, n, bases, sums, reuse)?;
         Ok((sum, plan, false))
     }
 
-    /// Σ scalarsᵢ·basesᵢ for i < n, split by value (see the module docs), over bases on the
-    /// device; `None` when the others do not fit the split's rooms (or no plan over them
-    /// fits the scratch): the caller's plan then sorts every scalar.
+    /// Σ scalarsᵢ·pointsᵢ₋ₛ for i in `range` (s its start), split by value (see the module
+    /// docs), over `points` on the device; `None` when the others do not fit the split's rooms
+    /// (or no plan over them fits the scratch): the caller's plan then sorts every scalar.
     pub(crate) fn split<G: Group>(
         &self,
-        scalars: &DeviceVec<Scalar>,
-        n: usize,
-        bases: &DeviceBases<G::Affine>,
+        (scalars, range): (&DeviceVec<Scalar>, std::ops::Range<usize>),
+        points: &DeviceVec<G::Affine>,
         sums: &DeviceVec<G::Projective>,
     ) -> Result<Option<G::Projective>> {
         let buffers = self.scratch.buffers();
-        let split = self.kernels.split(self.stream, buffers, scalars, (n, buffers.split_room::<G>()))?;
+        let split = self.kernels.split(self.stream, buffers, (scalars, range), buffers.split_room::<G>())?;
         let c = window_bits(split.others);
         if !split.kept || !self.scratch.fits(split.others, c, false) {
             return Ok(None);
@@ -68,10 +84,10 @@ impl Msms<'_> {
         let mut total = G::Projective::identity();
         if split.ones > 0 {
             let ones = self.kernels.ones_bucket((self.stream, self.staging), buffers, &split, levels)?;
-            total += self.sum::<G>(&Plan::of(ones), (&bases.points, 0), sums)?;
+            total += self.sum::<G>(&Plan::of(ones), (points, 0), sums)?;
         }
         if split.others > 0 {
-            let (points, others) = self.kernels.gather::<G>(self.stream, buffers, &split, &bases.points)?;
+            let (points, others) = self.kernels.gather::<G>(self.stream, buffers, &split, points)?;
             let plan = self.plan(others, 0..split.others, (c, None))?;
             total += self.sum::<G>(&plan, (points, 0), sums)?;
         }
