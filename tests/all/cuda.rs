@@ -501,9 +501,12 @@ fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let (in_chunks, chunked) = proofs_on(&device.clone().with_memory_limit(less), &key, 4).unwrap();
     let KeyPlacement::ResidentInChunks { chunk } = chunked.key_placement else { panic!("{chunked:?}") };
     assert!(chunk < key.domain_size() && chunked.backend_bytes <= less, "{chunked:?}, limit {less}");
-    // Room for the partition and one and a half times the bases: too little for the bases
-    // and even the smallest chunk's sorts, enough for streamed chunks.
-    let no_scratch = plain.partition_bytes + plain.key_bytes * 3 / 2;
+    // The least room in which a backend is made, a quarter of the key at a time above the
+    // partition's bytes: the bases streamed (the bases and a chunk's sorts need more).
+    let no_scratch = (1..)
+        .map(|quarters| plain.partition_bytes + plain.key_bytes * quarters / 4)
+        .find(|&limit| device.clone().with_memory_limit(limit).backend(&key).is_ok())
+        .expect("some room fits");
     let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(no_scratch), &key, 4).unwrap();
     let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
     assert!(chunk < key.domain_size() && limited.backend_bytes <= no_scratch, "{limited:?}, limit {no_scratch}");
