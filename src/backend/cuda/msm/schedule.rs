@@ -1,7 +1,7 @@
 //! What the MSMs of a partition run with, and in what order: over resident bases one plan of
-//! the scalars (shared by the B query's G1 and G2 MSMs when it fits both); over streamed
-//! bases chunk by chunk through two device slots, the copy of chunk j+1 overlapping the sums
-//! of chunk j.
+//! the scalars (shared by the B query's G1 and G2 MSMs when it fits both), or one a chunk of
+//! points at a time when the scratch holds only a chunk's; over streamed bases chunk by chunk
+//! through two device slots, the copy of chunk j+1 overlapping the sums of chunk j.
 
 use blstrs::Scalar;
 use cust::stream::Stream;
