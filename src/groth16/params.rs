@@ -84,9 +84,10 @@ impl<R: Read + Seek> Reader<R> {
 
     /// The `n` points of query `name` (its count read), decoded in parallel batches, each
     /// handed to `each` with the index of its first point. Four things overlap: batch k's
-    /// decode (on rayon's threads), its digest (when the file is trusted by one: the file's
-    /// bytes in order, on one core), and on this thread the read of batch k+1, then `each` of
-    /// batch k−1; so that the load runs at the rate of its slowest part, not of their sum.
+    /// decode (on the rayon pool of the calling thread), its digest (when the file is trusted
+    /// by one: the file's bytes in order, on one core), and on this thread the read of batch
+    /// k+1, then `each` of batch k−1; so that the load runs at the rate of its slowest part,
+    /// not of their sum.
     pub(super) fn batches<P: FilePoint>(
         &mut self,
         name: &str,
@@ -105,20 +106,24 @@ impl<R: Read + Seek> Reader<R> {
             read?;
             let (first, at_next) = (k * BATCH, self.offset);
             let this_bytes = &this[..bytes(k)];
-            let (handed, decoded);
-            (read, handed, decoded) = std::thread::scope(|scope| {
-                let decoding = scope.spawn(|| decode_batch::<P>(this_bytes, (name, first, at), check));
+            let mut decoded = None;
+            let handed;
+            // In place: this thread reads and hands on while the batch's decode and digest run
+            // on the pool this thread is in (the global one outside any).
+            (read, handed) = rayon::in_place_scope(|scope| {
+                scope.spawn(|_| decoded = Some(decode_batch::<P>(this_bytes, (name, first, at), check)));
                 if let Some(state) = digest.as_mut() {
-                    scope.spawn(|| state.update(this_bytes)); // joined as the scope ends
+                    scope.spawn(move |_| {
+                        state.update(this_bytes);
+                    });
                 }
                 let read = match first + BATCH < n {
                     true => self.read_exact(&mut next[..bytes(k + 1)], || what(k + 1)),
                     false => Ok(()),
                 };
-                let handed = last.take().map_or(Ok(()), |(first, points)| each(first, &points));
-                let decoded = decoding.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (read, handed, decoded)
+                (read, last.take().map_or(Ok(()), |(first, points)| each(first, &points)))
             });
+            let decoded = decoded.expect("the scope ends once its decode has run");
             handed?;
             last = Some((first, decoded?));
             (this, next, at) = (next, this, at_next);
