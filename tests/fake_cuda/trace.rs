@@ -161,7 +161,11 @@ fn limits(device: &CudaDevice, key: &pinprove::ProvingKey) -> Vec<Option<usize>>
     resident.backend(key).unwrap();
     let plain = resident.report();
     let (bases_only, in_chunks) = (r.backend_bytes - r.shifted_bytes / 2, plain.backend_bytes - 1);
-    // Room for all but half the bases: streamed, unless a chunk's scratch leaves room for them.
-    let streamed = plain.backend_bytes - plain.key_bytes / 2;
+    // The least room in which a backend is made, a quarter key at a time above the
+    // partition's bytes: the bases streamed.
+    let streamed = (1..)
+        .map(|quarters| plain.partition_bytes + plain.key_bytes * quarters / 4)
+        .find(|&limit| device.clone().with_memory_limit(limit).backend(key).is_ok())
+        .expect("some room fits");
     vec![None, Some(bases_only), Some(in_chunks), Some(streamed)]
 }

@@ -186,48 +186,42 @@ fn resident_key(gpu: &Gpu, key: HostKey<'_>, shifted: bool, scratch: &mut MsmScr
     DeviceKey::resident(key, lengths, (shifted, None), &gpu.msm, (&gpu.stream, &gpu.staging))
 }
 
-/// The key's bases on the device with scratch for sorts of the largest power-of-two chunk
-/// (below the longest MSM, at least MIN_STREAMED_CHUNK) that fits beside them.
+/// The key's bases on the device with scratch for sorts of the largest chunk that fits
+/// beside them ([`largest_chunk`]).
 fn resident_in_chunks(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let lengths = g1_msm_lengths(&key.shape());
     let bases = key_bytes(key.points(), lengths, false);
     *scratch = MsmScratch::default();
     gpu.budget.check(bases)?; // not even the bases alone: no chunk helps
-    let longest = lengths.into_iter().max().unwrap_or(0);
-    let mut chunk = (longest.next_power_of_two() / 2).max(MIN_STREAMED_CHUNK);
-    loop {
+    let chunk = largest_chunk(lengths.into_iter().max().unwrap_or(0), |chunk| {
         *scratch = MsmScratch::default(); // free the last try's
-        let placement = KeyPlacement::ResidentInChunks { chunk };
-        let fits = check_sort_limits(chunk, plan_window_bits(chunk, false), false)
-            .and_then(|()| reserve_scratch(gpu, key, placement, scratch))
-            .and_then(|()| gpu.budget.check(bases));
-        match fits {
-            Err(Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. }) if chunk > MIN_STREAMED_CHUNK => {
-                chunk /= 2
-            }
-            Err(e) => return Err(e),
-            Ok(()) => {
-                return DeviceKey::resident(key, lengths, (false, Some(chunk)), &gpu.msm, (&gpu.stream, &gpu.staging))
-            }
-        }
-    }
+        reserve_scratch(gpu, key, KeyPlacement::ResidentInChunks { chunk }, scratch)?;
+        gpu.budget.check(bases).map(|()| chunk)
+    })?;
+    DeviceKey::resident(key, lengths, (false, Some(chunk)), &gpu.msm, (&gpu.stream, &gpu.staging))
 }
 
-/// Streamed bases in the largest power-of-two chunk (at least MIN_STREAMED_CHUNK) whose
-/// buffers and scratch fit.
+/// Streamed bases in the largest chunk whose buffers and scratch fit ([`largest_chunk`]).
 fn stream_key(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<DeviceKey> {
-    let longest = g1_msm_lengths(&key.shape()).into_iter().max().unwrap_or(0);
-    let mut chunk = longest.next_power_of_two() / 2;
-    while check_sort_limits(chunk, plan_window_bits(chunk, false), false).is_err() {
+    largest_chunk(g1_msm_lengths(&key.shape()).into_iter().max().unwrap_or(0), |chunk| {
+        *scratch = MsmScratch::default(); // free the last try's
+        reserve_scratch(gpu, key, KeyPlacement::Streamed { chunk }, scratch)?;
+        DeviceKey::streamed(key, chunk, || gpu.budget.check(0))
+    })
+}
+
+/// `fits(chunk)` for the largest power-of-two chunk of points below `longest` that the sorts
+/// take ([`check_sort_limits`]) and `fits` does not refuse for memory, halving while above
+/// MIN_STREAMED_CHUNK; the last refusal when none fits; any other error at once.
+fn largest_chunk<T>(longest: usize, mut fits: impl FnMut(usize) -> Result<T>) -> Result<T> {
+    let mut chunk = (longest.next_power_of_two() / 2).max(1);
+    while chunk > 1 && check_sort_limits(chunk, plan_window_bits(chunk, false), false).is_err() {
         chunk /= 2;
     }
     loop {
-        *scratch = MsmScratch::default(); // free the last try's
-        let attempt = reserve_scratch(gpu, key, KeyPlacement::Streamed { chunk }, scratch)
-            .and_then(|()| DeviceKey::streamed(key, chunk, || gpu.budget.check(0)));
-        match attempt {
+        match fits(chunk) {
             Err(Error::DeviceOutOfMemory { .. }) if chunk > MIN_STREAMED_CHUNK => chunk /= 2,
-            attempt => return attempt,
+            fitted => return fitted,
         }
     }
 }
@@ -253,4 +247,48 @@ fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch
     scratch.reserve_split::<G1>(l.max(a).max(b).min(split))?;
     scratch.reserve_split::<G2>(b.min(split))?;
     gpu.budget.check(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused<T>() -> Result<T> {
+        Err(Error::DeviceOutOfMemory { requested: 0 })
+    }
+
+    #[test]
+    fn the_largest_chunk_that_fits_is_taken_halving_down_to_the_least() {
+        // The chunks tried by a search whose `fits` takes chunks up to `most`, and its answer.
+        let search = |most: usize| {
+            let mut tried = Vec::new();
+            let found = largest_chunk(1 << 20, |chunk| {
+                tried.push(chunk);
+                if chunk <= most {
+                    Ok(chunk)
+                } else {
+                    refused()
+                }
+            });
+            (found, tried)
+        };
+        let (found, tried) = search(1 << 16);
+        assert_eq!((found.unwrap(), tried), (1 << 16, vec![1 << 19, 1 << 18, 1 << 17, 1 << 16]));
+        // None fits: the refusal at the least chunk, no smaller one tried.
+        let (found, tried) = search(0);
+        assert!(matches!(found, Err(Error::DeviceOutOfMemory { .. })));
+        assert_eq!(tried.last(), Some(&MIN_STREAMED_CHUNK));
+        // A small MSM's one chunk, below the least; another error ends the search at once.
+        assert_eq!(largest_chunk(1000, Ok).unwrap(), 512);
+        let mut calls = 0;
+        let other = largest_chunk(1 << 20, |_| -> Result<()> {
+            calls += 1;
+            Err(Error::Config("no".into()))
+        });
+        assert!(matches!(other, Err(Error::Config(_))) && calls == 1);
+        // Chunks the sorts cannot take (2^32 entries and more) are not offered.
+        let first = largest_chunk(1 << 32, Ok).unwrap();
+        assert!(check_sort_limits(first, plan_window_bits(first, false), false).is_ok());
+        assert!(check_sort_limits(first * 2, plan_window_bits(first * 2, false), false).is_err(), "{first}");
+    }
 }
