@@ -26,8 +26,9 @@ const USAGE: &str = "cargo run --release --features cuda --example vs_peer -- --
     [--memory-limit GB] [--witness-only 0|1] [--r1cs FILE] [--key-file 0|1] [--digest HEX]
 `--batches N`: N batches of `--proofs` proofs one after the other, each reported on its own
 (one setup, several measurements).
-`--memory-limit`: the most device memory the backend may hold; a key that does not fit
-beside a partition's buffers is streamed from pinned host memory (the placement is printed).
+`--memory-limit`: the most device memory the backend may hold; a key whose whole MSMs' sorts
+do not fit beside it and a partition's buffers is sorted in chunks, one that does not fit
+itself is streamed from pinned host memory (the placement is printed).
 `--witness-only 1`: records the circuit's constraints (R1cs::record, timed) and attaches them
 to the key, so synthesis computes the witness alone and the device evaluates the constraints
 (a device that cannot hold them beside the key is an error: Config::require_witness_only).
