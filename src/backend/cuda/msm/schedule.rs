@@ -96,26 +96,34 @@ impl Msms<'_> {
                 Ok((self.sum::<G>(&plan, (&bases.points, 0), sums)?, Some(plan)))
             }
             Bases::Streamed { host, slots } => {
-                let c = window_bits(slots[0].len().min(n));
-                let total = self.streamed::<G>(n, (host, slots), |range, slot| {
-                    self.sum::<G>(&self.plan(scalars, range, (c, None))?, (slot, 0), sums)
-                })?;
+                let (total, _) = self.streamed::<G>((scalars, n), (host, slots), sums, |_, _| Ok(None))?;
                 Ok((total, None))
             }
         }
     }
 
-    /// Σ over the chunks of an MSM of `n` streamed bases (`host`) of `each(range, slot)`, the
-    /// sum of the chunk's scalars over its bases, copied to `slot`. Chunk j+1 is copied while
-    /// chunk j is summed, and chunk j+2 into j's slot once `each` of chunk j returns (its sums
-    /// back on the host).
+    /// Σ scalarsᵢ·basesᵢ for i < n over streamed bases (`host`), chunk by chunk: each chunk's
+    /// sum over its bases, copied to `slot`, is `first(range, slot)` where that gives it, else
+    /// that of a plan of the chunk's scalars. Chunk j+1 is copied while chunk j is summed, and
+    /// chunk j+2 into j's slot once chunk j's sum is back on the host. Returns the sum and
+    /// whether `first` gave every chunk's.
     pub(crate) fn streamed<G: Group>(
         &self,
-        n: usize,
+        (scalars, n): (&DeviceVec<Scalar>, usize),
         (host, slots): (&[G::Affine], &[DeviceVec<G::Affine>; 2]),
-        mut each: impl FnMut(std::ops::Range<usize>, &DeviceVec<G::Affine>) -> Result<G::Projective>,
-    ) -> Result<G::Projective> {
+        sums: &DeviceVec<G::Projective>,
+        mut first: impl FnMut(std::ops::Range<usize>, &DeviceVec<G::Affine>) -> Result<Option<G::Projective>>,
+    ) -> Result<(G::Projective, bool)> {
         let chunk = slots[0].len();
+        let c = window_bits(chunk.min(n));
+        let mut every = true;
+        let mut each = |range: std::ops::Range<usize>, slot| match first(range.clone(), slot)? {
+            Some(sum) => Ok(sum),
+            None => {
+                every = false;
+                self.sum::<G>(&self.plan(scalars, range, (c, None))?, (slot, 0), sums)
+            }
+        };
         let chunks: Vec<_> = (0..n).step_by(chunk).map(|start| start..n.min(start + chunk)).collect();
         let mut in_flight = Vec::with_capacity(chunks.len());
         // Enqueues the copy of chunk j into its slot; returns the mark its sums wait for.
@@ -135,6 +143,6 @@ impl Msms<'_> {
             }
         }
         in_flight.into_iter().try_for_each(InFlight::wait)?;
-        Ok(total)
+        Ok((total, every))
     }
 }

@@ -49,15 +49,8 @@ impl Msms<'_> {
                 }
             }
             (Bases::Streamed { host, slots }, _) => {
-                let (c, mut every) = (window_bits(slots[0].len().min(n)), true);
-                let sum = self.streamed::<G>(n, (host, slots), |range, slot| {
-                    let split = self.split::<G>((scalars, range.clone()), slot, sums)?;
-                    every &= split.is_some();
-                    match split {
-                        Some(sum) => Ok(sum),
-                        None => self.sum::<G>(&self.plan(scalars, range, (c, None))?, (slot, 0), sums),
-                    }
-                })?;
+                let split = |range, slot: &_| self.split::<G>((scalars, range), slot, sums);
+                let (sum, every) = self.streamed::<G>((scalars, n), (host, slots), sums, split)?;
                 return Ok((sum, None, every));
             }
             _ => {}
