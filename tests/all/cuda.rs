@@ -456,6 +456,15 @@ fn a_faulting_gpu_leaves_service_and_another_proves_its_partitions_bit_for_bit()
     assert_eq!(s.checkouts, s.checkins);
 }
 
+/// The least memory limit, from `from` up by `step` at a time, in which a backend of `key` is
+/// made on `device`.
+fn least_room(device: &CudaDevice, key: &pinprove::ProvingKey, (from, step): (usize, usize)) -> usize {
+    (0..)
+        .map(|steps| from + step * steps)
+        .find(|&limit| device.clone().with_memory_limit(limit).backend(key).is_ok())
+        .expect("some room fits")
+}
+
 /// Proofs of `jobs` jobs with fixed r, s on `device`, with the report of its backend.
 fn proofs_on(
     device: &CudaDevice,
@@ -501,12 +510,10 @@ fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let (in_chunks, chunked) = proofs_on(&device.clone().with_memory_limit(less), &key, 4).unwrap();
     let KeyPlacement::ResidentInChunks { chunk } = chunked.key_placement else { panic!("{chunked:?}") };
     assert!(chunk < key.domain_size() && chunked.backend_bytes <= less, "{chunked:?}, limit {less}");
-    // The least room in which a backend is made, a quarter of the key at a time above the
-    // partition's bytes: the bases streamed (the bases and a chunk's sorts need more).
-    let no_scratch = (1..)
-        .map(|quarters| plain.partition_bytes + plain.key_bytes * quarters / 4)
-        .find(|&limit| device.clone().with_memory_limit(limit).backend(&key).is_ok())
-        .expect("some room fits");
+    // The least room in which a backend is made above the partition's bytes: the bases
+    // streamed (the bases and a chunk's sorts need more).
+    let quarter = plain.key_bytes / 4;
+    let no_scratch = least_room(&device, &key, (plain.partition_bytes + quarter, quarter));
     let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(no_scratch), &key, 4).unwrap();
     let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
     assert!(chunk < key.domain_size() && limited.backend_bytes <= no_scratch, "{limited:?}, limit {no_scratch}");
@@ -735,22 +742,18 @@ fn gpu_witness_only_proofs_equal_bellperson_and_catch_other_constraints() {
         let prover =
             Prover::with_backends(key.clone(), config, device.pinned_pool(config.pool), vec![device.backend_factory()]);
         let (prover, r) = (prover.unwrap(), device.report());
-        // The bit-heavy keys again with their bases streamed: in the least room, a quarter of
-        // the key at a time above the partition's, the recording's and the key's bytes, in
-        // which a backend is made (the bases and a chunk's sorts need more).
+        // The bit-heavy keys again with their bases streamed: in the least room, above the
+        // partition's, the recording's and the key's bytes, in which a backend is made (the
+        // bases and a chunk's sorts need more).
         let streamed = matches!(shape, Shape::Sha256 | Shape::Sha256Native).then(|| {
-            let at_least = r.partition_bytes + r.r1cs_bytes;
-            let limits = (4..).map(|quarters| device.clone().with_memory_limit(at_least + r.key_bytes * quarters / 4));
-            let (prover, placement) = limits
-                .map(|limited| {
-                    let backends = vec![limited.backend_factory()];
-                    let made = Prover::with_backends(key.clone(), config, limited.pinned_pool(config.pool), backends);
-                    made.map(|prover| (prover, limited.report().key_placement))
-                })
-                .find_map(Result::ok)
-                .expect("some room fits");
+            let from = r.partition_bytes + r.r1cs_bytes + r.key_bytes;
+            let limit = least_room(&device, &key, (from, r.key_bytes / 4));
+            let limited = device.clone().with_memory_limit(limit);
+            let backends = vec![limited.backend_factory()];
+            let prover = Prover::with_backends(key.clone(), config, limited.pinned_pool(config.pool), backends);
+            let placement = limited.report().key_placement;
             assert!(matches!(placement, KeyPlacement::Streamed { .. }), "{} 2^{lg}: {placement:?}", shape.name());
-            prover
+            prover.unwrap()
         });
         for prover in std::iter::once(&prover).chain(&streamed) {
             assert!(prover.is_witness_only(), "{}", shape.name());
