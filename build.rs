@@ -328,6 +328,7 @@ fn group_impls(text: &str) -> Vec<(String, Vec<(String, String)>)> {
 fn rust_to_c(ty: &str) -> Option<String> {
     let element = |e: &str| -> Option<&str> {
         Some(match e.trim() {
+            "u8" => "uint8_t",
             "u32" => "uint32_t",
             "u64" => "uint64_t",
             "[u32; 2]" => "uint2",

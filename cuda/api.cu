@@ -19,6 +19,7 @@
 #include "msm/split.cuh"
 #include "r1cs/spmv.cuh"
 #include "r1cs/packed.cuh"
+#include "key/decode.cuh"
 
 using fp2 = fp2_t<fp_t>;
 
@@ -114,7 +115,8 @@ g16_msm_split(const fr_t* scalars, uint32_t n, uint32_t* ones, fr_t* others, uin
               uint32_t* counts)
 {   msm_split(scalars, n, ones, others, others_idx, room, counts);   }
 
-// ---- MSM sums, per group (msm/accumulate.cuh)
+// ---- per group: MSM sums (msm/accumulate.cuh), the key's shifted copies (msm/shift.cuh) and
+// its points decoded from the file's bytes (key/decode.cuh)
 
 #define MSM_KERNELS(G, field, THREADS, BLOCKS)                                                          \
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS)                                           \
@@ -148,7 +150,11 @@ g16_msm_shift_##G(const affine_t<field>* in, uint32_t n, uint32_t doublings, aff
                                                                                                         \
 extern "C" __global__ void                                                                              \
 g16_msm_gather_##G(const affine_t<field>* bases, const uint32_t* idx, uint32_t k, affine_t<field>* out) \
-{   msm_gather(bases, idx, k, out);   }
+{   msm_gather(bases, idx, k, out);   }                                                                \
+                                                                                                        \
+extern "C" __global__ void                                                                              \
+g16_key_decode_##G(const uint8_t* raw, uint32_t n, affine_t<field>* out, uint32_t* bad)                 \
+{   key_decode(raw, n, out, bad);   }
 
 // Threads per block and blocks per multiprocessor of each group's kernels: geometry.h.
 MSM_KERNELS(g1, fp_t, MSM_G1_THREADS, MSM_G1_BLOCKS)

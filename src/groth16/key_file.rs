@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G2Affine};
 
-use super::params::{check_digest, digest_form, FilePoint};
+use super::params::{check_digest, decoded, digest_form, FilePoint};
 use super::{Check, KeyShape, ProvingKey, VerifyingKey};
 use crate::decode::Reader;
 use crate::error::{Error, Result};
@@ -187,37 +187,125 @@ impl KeyFile {
         mut g1: impl FnMut(usize, usize, &[G1Affine]) -> Result<()>,
         mut g2: impl FnMut(usize, &[G2Affine]) -> Result<()>,
     ) -> Result<()> {
-        let mut src = Reader::new(BufReader::with_capacity(1 << 24, File::open(&self.path)?))?;
+        let check = self.check;
+        self.read_queries(|src, q, n| match q {
+            4 => src.batches(QUERIES[4], n, G2Affine::BYTES, decoded(QUERIES[4], check), &mut |first, batch| {
+                g2(first, &batch)
+            }),
+            q => src.batches(QUERIES[q], n, G1Affine::BYTES, decoded(QUERIES[q], check), &mut |first, batch| {
+                g1(q, first, &batch)
+            }),
+        })
+    }
+
+    /// Whether the points may be decoded elsewhere than by [`read_points`](Self::read_points)
+    /// (on a device): checked on their curve only, which the device's decode does too.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn raw_points(&self) -> bool {
+        self.check == Check::OnCurve
+    }
+
+    /// Reads the points as [`read_points`](Self::read_points) does, but hands on each batch's
+    /// bytes as they are in the file, kept as `keep` keeps them (off the reading thread), for
+    /// a device to decode and check as [`Check::OnCurve`] says (see [`RawBatch::refused`]).
+    ///
+    /// # Errors
+    /// As [`read_points`](Self::read_points) (but for the points' decode); what `keep` and
+    /// `each` return.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn read_raw<B: std::ops::Deref<Target = [u8]> + Send>(
+        &self,
+        keep: impl Fn(&[u8]) -> Result<B> + Sync,
+        mut each: impl FnMut(RawBatch<B>) -> Result<()>,
+    ) -> Result<()> {
+        self.read_queries(|src, query, n| {
+            let bytes = if query < 4 { G1Affine::BYTES } else { G2Affine::BYTES };
+            let work = |bytes: &[u8], _, offset| Ok((keep(bytes)?, offset));
+            src.batches(QUERIES[query], n, bytes, work, &mut |first, (bytes, offset)| {
+                each(RawBatch { query, first, offset, bytes })
+            })
+        })
+    }
+
+    /// Reads the file from its start, checks that it is the one opened, hands each query's
+    /// reader and point count (its count read) to `query(reader, query, n)`, and at the end
+    /// checks the digest of a file trusted by one.
+    fn read_queries(
+        &self,
+        mut query: impl FnMut(&mut Reader<BufReader<File>>, usize, usize) -> Result<()>,
+    ) -> Result<()> {
+        // A buffer smaller than a batch, which a batch's read then bypasses: it lands in the
+        // batch's bytes with one copy out of the page cache, not two.
+        let mut src = Reader::new(BufReader::with_capacity(1 << 20, File::open(&self.path)?))?;
         if self.digest.is_some() {
             src.hash_all();
         }
         if src.verifying_key()? != self.vk {
             return Err(changed("the verifying key", 0));
         }
-        for q in 0..4 {
-            self.read_query::<G1Affine>(&mut src, q, &mut |first, batch| g1(q, first, batch))?;
+        for (q, name) in QUERIES.into_iter().enumerate() {
+            let (at, bytes) = (src.offset, if q < 4 { G1Affine::BYTES } else { G2Affine::BYTES });
+            let n = src.count(name, bytes)?;
+            if n != self.lengths[q] {
+                return Err(changed(name, at));
+            }
+            query(&mut src, q, n)?;
         }
-        self.read_query::<G2Affine>(&mut src, 4, &mut g2)?;
         match &self.digest {
             Some(expected) => check_digest(&mut src, expected),
             None => Ok(()),
         }
     }
+}
 
-    /// Query `q`'s points (of [`QUERIES`]) to `each`, batch by batch, its count checked
-    /// against the file's as it was opened.
-    fn read_query<P: FilePoint>(
-        &self,
-        src: &mut Reader<BufReader<File>>,
-        q: usize,
-        each: &mut dyn FnMut(usize, &[P]) -> Result<()>,
-    ) -> Result<()> {
-        let (name, at) = (QUERIES[q], src.offset);
-        let n = src.count(name, P::BYTES)?;
-        if n != self.lengths[q] {
-            return Err(changed(name, at));
+/// A batch of a key's points as its file holds them ([`KeyFile::read_raw`]), its bytes kept
+/// in a `B`.
+#[cfg(feature = "cuda")]
+#[derive(Debug)]
+pub(crate) struct RawBatch<B> {
+    /// The query (h, l, a, b_g1, b_g2: 0 to 4).
+    pub(crate) query: usize,
+    /// Its first point's index in the query.
+    pub(crate) first: usize,
+    /// Its first point's file offset.
+    pub(crate) offset: u64,
+    /// Its points' encodings.
+    pub(crate) bytes: B,
+}
+
+#[cfg(feature = "cuda")]
+impl RawBatch<()> {
+    /// The most points a batch holds.
+    pub(crate) const MOST_POINTS: usize = super::params::BATCH;
+    /// The most bytes a batch holds (of G2 points).
+    pub(crate) const MOST_BYTES: usize = Self::MOST_POINTS * G2Affine::BYTES;
+}
+
+#[cfg(feature = "cuda")]
+impl<B: std::ops::Deref<Target = [u8]>> RawBatch<B> {
+    /// Its points.
+    pub(crate) fn points(&self) -> usize {
+        self.bytes.len() / if self.query < 4 { G1Affine::BYTES } else { G2Affine::BYTES }
+    }
+
+    /// Why point `index` of this batch, which a device refused, is refused: the host's decode
+    /// of it ([`Check::OnCurve`]), or, should the host take it (or the index be past the
+    /// batch), that the device did not.
+    pub(crate) fn refused(&self, index: usize) -> Error {
+        match self.query {
+            4 => self.refused_as::<G2Affine>(index),
+            _ => self.refused_as::<G1Affine>(index),
         }
-        src.batches(name, n, self.check, each)
+    }
+
+    fn refused_as<P: FilePoint>(&self, index: usize) -> Error {
+        use super::params::point_at;
+        let (name, offset) = (QUERIES[self.query], self.offset + (index * P::BYTES) as u64);
+        let at = (name, self.first + index, offset);
+        match self.bytes.chunks_exact(P::BYTES).nth(index).map(|b| point_at::<P>(b, Check::OnCurve, at)) {
+            Some(Err(e)) => e,
+            _ => Error::Decode { what: format!("{name}[{}]", at.1), offset, reason: "the device's decode refused it" },
+        }
     }
 }
 

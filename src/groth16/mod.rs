@@ -16,6 +16,8 @@ mod verifier;
 pub use generator::{generate_parameters, generate_random_parameters, Trapdoor};
 pub(crate) use key::KeyShape;
 pub use key::{Proof, ProvingKey, VerifyingKey, PROOF_BYTES};
+#[cfg(feature = "cuda")]
+pub(crate) use key_file::RawBatch;
 pub use key_file::{KeyFile, KeySource};
 pub use params::Check;
 pub(crate) use prover::assemble;

@@ -29,12 +29,14 @@ pub enum Check {
     /// On the curve and in its prime-order subgroup (the default: files are inputs).
     #[default]
     Full,
-    /// On the curve only, for files the caller trusts (much faster: no subgroup checks).
+    /// On the curve only, for files the caller trusts (much faster: no subgroup checks). A
+    /// CUDA backend reading a [`KeyFile`](super::KeyFile) so checked decodes and checks the
+    /// points on its device.
     OnCurve,
 }
 
 /// Points decoded per parallel batch: 6 MiB of G1 points, 12 MiB of G2 points.
-const BATCH: usize = 1 << 16;
+pub(super) const BATCH: usize = 1 << 16;
 
 /// A point type of the file format.
 pub(super) trait FilePoint: PrimeCurveAffine + UncompressedEncoding + Send {
@@ -75,43 +77,45 @@ impl<R: Read + Seek> Reader<R> {
     fn query<P: FilePoint>(&mut self, name: &str, check: Check) -> Result<Vec<P>> {
         let n = self.count(name, P::BYTES)?;
         let mut points = Vec::with_capacity(n);
-        self.batches(name, n, check, &mut |_, batch: &[P]| {
-            points.extend_from_slice(batch);
+        self.batches(name, n, P::BYTES, decoded::<P>(name, check), &mut |_, batch: Vec<P>| {
+            points.extend_from_slice(&batch);
             Ok(())
         })?;
         Ok(points)
     }
 
-    /// The `n` points of query `name` (its count read), decoded in parallel batches, each
-    /// handed to `each` with the index of its first point. Four things overlap: batch k's
-    /// decode (on the rayon pool of the calling thread), its digest (when the file is trusted
-    /// by one: the file's bytes in order, on one core), and on this thread the read of batch
-    /// k+1, then `each` of batch k−1; so that the load runs at the rate of its slowest part,
-    /// not of their sum.
-    pub(super) fn batches<P: FilePoint>(
+    /// The `n` points of `point_bytes` each of query `name` (its count read), batch by batch:
+    /// what `work` makes of each batch's bytes (given the index of its first point and its
+    /// file offset) handed to `each` with that index. Four things overlap: batch k's work (on
+    /// the rayon pool of the calling thread), its digest (when the file is trusted by one: the
+    /// file's bytes in order, on one core), and on this thread the read of batch k+1, then
+    /// `each` of batch k−1; so that the load runs at the rate of its slowest part, not of
+    /// their sum.
+    pub(super) fn batches<T: Send>(
         &mut self,
         name: &str,
         n: usize,
-        check: Check,
-        each: &mut dyn FnMut(usize, &[P]) -> Result<()>,
+        point_bytes: usize,
+        work: impl Fn(&[u8], usize, u64) -> Result<T> + Sync,
+        each: &mut dyn FnMut(usize, T) -> Result<()>,
     ) -> Result<()> {
-        let bytes = |k: usize| (n - k * BATCH).min(BATCH) * P::BYTES;
+        let bytes = |k: usize| (n - k * BATCH).min(BATCH) * point_bytes;
         let what = |k: usize| format!("{name}[{}..{n}]", k * BATCH);
         let (mut this, mut next) = (vec![0u8; bytes(0)], vec![0u8; if n > BATCH { bytes(1) } else { 0 }]);
         let mut digest = self.take_digest();
         let mut at = self.offset;
         let mut read = self.read_exact(&mut this, || what(0));
-        let mut last: Option<(usize, Vec<P>)> = None;
+        let mut last: Option<(usize, T)> = None;
         for k in 0..n.div_ceil(BATCH) {
             read?;
             let (first, at_next) = (k * BATCH, self.offset);
             let this_bytes = &this[..bytes(k)];
-            let mut decoded = None;
+            let mut made = None;
             let handed;
-            // In place: this thread reads and hands on while the batch's decode and digest run
+            // In place: this thread reads and hands on while the batch's work and digest run
             // on the pool this thread is in (the global one outside any).
             (read, handed) = rayon::in_place_scope(|scope| {
-                scope.spawn(|_| decoded = Some(decode_batch::<P>(this_bytes, (name, first, at), check)));
+                scope.spawn(|_| made = Some(work(this_bytes, first, at)));
                 if let Some(state) = digest.as_mut() {
                     scope.spawn(move |_| {
                         state.update(this_bytes);
@@ -121,15 +125,15 @@ impl<R: Read + Seek> Reader<R> {
                     true => self.read_exact(&mut next[..bytes(k + 1)], || what(k + 1)),
                     false => Ok(()),
                 };
-                (read, last.take().map_or(Ok(()), |(first, points)| each(first, &points)))
+                (read, last.take().map_or(Ok(()), |(first, made)| each(first, made)))
             });
-            let decoded = decoded.expect("the scope ends once its decode has run");
+            let made = made.expect("the scope ends once its work has run");
             handed?;
-            last = Some((first, decoded?));
+            last = Some((first, made?));
             (this, next, at) = (next, this, at_next);
         }
         self.restore_digest(digest);
-        last.map_or(Ok(()), |(first, points)| each(first, &points))
+        last.map_or(Ok(()), |(first, made)| each(first, made))
     }
 
     /// The verifying key, the first part of the file.
@@ -171,22 +175,34 @@ pub(super) fn check_digest<R: Read + Seek>(src: &mut Reader<R>, expected: &str) 
     Ok(())
 }
 
-/// The points of `bytes`, the batch of query `name` from point `first` on, at file offset
-/// `at`, decoded in parallel.
-fn decode_batch<P: FilePoint>(bytes: &[u8], (name, first, at): (&str, usize, u64), check: Check) -> Result<Vec<P>> {
-    bytes
-        .par_chunks_exact(P::BYTES)
-        .enumerate()
-        .map(|(i, b)| {
-            let mut repr = P::Uncompressed::default();
-            repr.as_mut().copy_from_slice(b);
-            decode::<P>(&repr, check, true).map_err(|reason| Error::Decode {
-                what: format!("{name}[{}]", first + i),
-                offset: at + (i * P::BYTES) as u64,
-                reason,
-            })
-        })
-        .collect()
+/// The work of [`Reader::batches`] that decodes the points of query `name` in parallel,
+/// checked as `check` says.
+pub(super) fn decoded<P: FilePoint>(
+    name: &str,
+    check: Check,
+) -> impl Fn(&[u8], usize, u64) -> Result<Vec<P>> + Sync + '_ {
+    move |bytes, first, at| {
+        bytes
+            .par_chunks_exact(P::BYTES)
+            .enumerate()
+            .map(|(i, b)| point_at::<P>(b, check, (name, first + i, at + (i * P::BYTES) as u64)))
+            .collect()
+    }
+}
+
+/// The point encoded in `bytes`, query `name`'s point `index` at file offset `offset`, as a
+/// query point: decoded, checked as `check` says, not at infinity.
+///
+/// # Errors
+/// [`Error::Decode`] naming the point and why it is refused.
+pub(crate) fn point_at<P: FilePoint>(
+    bytes: &[u8],
+    check: Check,
+    (name, index, offset): (&str, usize, u64),
+) -> Result<P> {
+    let mut repr = P::Uncompressed::default();
+    repr.as_mut().copy_from_slice(bytes);
+    decode::<P>(&repr, check, true).map_err(|reason| Error::Decode { what: format!("{name}[{index}]"), offset, reason })
 }
 
 /// A point from its encoding, or why not.

@@ -548,6 +548,68 @@ fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// A key's file that a CUDA backend reads checked on the curve is decoded on the device, a
+/// batch of the file at a time (every query of a 2^17 key spans two), into resident bases or
+/// back into the streamed bases' pinned copy: the proofs equal the CPU's, bit for bit with
+/// fixed r, s; and a damaged point (off the curve, a coordinate past p, a flag bit, the
+/// infinity, in G1 and in G2) is refused with the error the host's decode of the file gives.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn key_files_are_decoded_on_the_device_as_the_host_decodes_them() {
+    use pinprove::{Check, KeyFile};
+    let key = key(17);
+    let path = std::env::temp_dir().join(format!("pinprove-{}-decode.params", std::process::id()));
+    key.write(std::fs::File::create(&path).unwrap()).unwrap();
+    let file = KeyFile::open(&path, Check::OnCurve).unwrap();
+    let device = CudaDevice::open(0).unwrap();
+    let (resident, report) = proofs_from(&device, file.clone(), 17, 2).unwrap();
+    assert!(!matches!(report.key_placement, KeyPlacement::Streamed { .. }), "{report:?}");
+    let quarter = report.key_bytes / 4;
+    let streams = least_room(&device, &key, (report.partition_bytes + quarter, quarter));
+    let limited = device.clone().with_memory_limit(streams);
+    let (streamed, limited_report) = proofs_from(&limited, file, 17, 2).unwrap();
+    assert!(matches!(limited_report.key_placement, KeyPlacement::Streamed { .. }), "{limited_report:?}");
+    let cpu = Prover::new(key.clone(), Config::default()).unwrap();
+    let jobs = (0..2).map(|i| (chain(17, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect();
+    for (i, ((r, s), c)) in resident.iter().zip(&streamed).zip(cpu.prove_with_randomness(jobs).unwrap()).enumerate() {
+        let c = c.unwrap();
+        assert_eq!(r, &c, "job {i}: decoded into resident bases");
+        assert_eq!(s, &c, "job {i}: decoded into streamed bases");
+    }
+    // Where point i of a query starts in the file: the verifying key, then each query's
+    // count and points.
+    let vk = 3 * 96 + 3 * 192 + 4 + key.vk.ic.len() * 96;
+    let queries =
+        [(key.h.len(), 96), (key.l.len(), 96), (key.a.len(), 96), (key.b_g1.len(), 96), (key.b_g2.len(), 192)];
+    let point =
+        |q: usize, i: usize| vk + queries[..q].iter().map(|(n, b)| 4 + n * b).sum::<usize>() + 4 + i * queries[q].1;
+    let bytes = std::fs::read(&path).unwrap();
+    type Damage = fn(&mut [u8]);
+    let damages: [(&str, usize, Damage); 5] = [
+        ("y off the curve", point(0, 70_000), |p| p[95] ^= 1),
+        ("x past p", point(1, 3), |p| p[0] = 0x1b),
+        ("the compression flag", point(2, 65_536), |p| p[0] |= 0x80),
+        ("the infinity", point(3, 100), |p| {
+            p[..96].fill(0);
+            p[0] = 0x40;
+        }),
+        ("a G2 y off the curve", point(4, 65_537), |p| p[191] ^= 1),
+    ];
+    for (what, at, damage) in damages {
+        let mut damaged = bytes.clone();
+        damage(&mut damaged[at..]);
+        std::fs::write(&path, &damaged).unwrap();
+        let host = KeyFile::open(&path, Check::OnCurve).unwrap().read().unwrap_err();
+        assert!(matches!(host, Error::Decode { .. }), "{what}: {host}");
+        for device in [&device, &limited] {
+            let file = KeyFile::open(&path, Check::OnCurve).unwrap();
+            let e = proofs_from(device, file, 17, 1).unwrap_err();
+            assert_eq!(e.to_string(), host.to_string(), "{what}, {:?}", device.report().key_placement);
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
 /// Under the smallest memory limit at which a backend still evaluates the recorded
 /// constraints, they are streamed (whole, they leave no room for the bases), and the proofs
 /// equal the CPU's, bit for bit with fixed r, s.

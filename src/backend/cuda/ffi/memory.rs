@@ -129,6 +129,13 @@ pub(crate) unsafe trait DeviceElem {
 /// device code lays the element out, and every bit pattern the device writes is a valid `Self`.
 pub(crate) unsafe trait HostElem: DeviceElem + Copy {}
 
+// SAFETY: a u8 is 1 byte everywhere (`uint8_t`).
+unsafe impl DeviceElem for u8 {
+    const BYTES: usize = 1;
+}
+// SAFETY: plain 1 byte; any bit pattern is a u8.
+unsafe impl HostElem for u8 {}
+
 // SAFETY: a u32 is 4 bytes everywhere (`uint32_t`).
 unsafe impl DeviceElem for u32 {
     const BYTES: usize = 4;

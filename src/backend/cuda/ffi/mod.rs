@@ -84,7 +84,7 @@ pub(crate) mod msm;
 pub(crate) mod ntt;
 pub(crate) mod r1cs;
 
-pub(crate) use copies::{download, mark, upload, upload_at, wait_for, InFlight, Staging};
+pub(crate) use copies::{download, mark, read, upload, upload_at, wait_for, InFlight, Staging};
 pub(crate) use launch::Fatbin;
 pub use memory::PinnedAllocator;
 pub(crate) use memory::{from_cust, memory_info, DeviceVec, HostElem, HostPinned};

@@ -129,8 +129,8 @@ impl Group for G2 {
 }
 
 kernels! {
-    /// One group's kernels (an `MSM_KERNELS` line of api.cu, `cuda/msm/accumulate.cuh` and
-    /// `shift.cuh`).
+    /// One group's kernels (an `MSM_KERNELS` line of api.cu, `cuda/msm/accumulate.cuh`,
+    /// `shift.cuh` and `cuda/key/decode.cuh`).
     SumKernels<G: Group> {
         /// Level 1 of the bucket sums: thread t sums entries [t·L, t·L + L) of the sorted
         /// buckets' points, one slot per bucket it meets.
@@ -157,6 +157,9 @@ kernels! {
         fn g16_msm_shift(input: DevicePtr<G::Affine>, n: u32, doublings: u32, out: DevicePtrMut<G::Affine>);
         /// out[j] = bases[idx[j]] for j < k (`cuda/msm/split.cuh`).
         fn g16_msm_gather(bases: DevicePtr<G::Affine>, idx: DevicePtr<u32>, k: u32, out: DevicePtrMut<G::Affine>);
+        /// out[i] = point i of the file's bytes `raw`, decoded and checked, for i < n; the
+        /// first refused leaves ~i in `bad`.
+        fn g16_key_decode(raw: DevicePtr<u8>, n: u32, out: DevicePtrMut<G::Affine>, bad: DevicePtrMut<u32>);
     }
 }
 
@@ -904,6 +907,36 @@ impl MsmKernels {
         unsafe {
             let grid = blocks(windows, G::THREADS);
             k.g16_msm_window_sums(grid, G::THREADS, stream, segments.ptr(), per_window_arg, windows_arg, out.ptr_mut())
+        }
+    }
+
+    /// Enqueues the decode of the first `n` points of a parameter file's bytes `raw` into
+    /// `out` from point `at` on (`cuda/key/decode.cuh`); the first point refused leaves its
+    /// index, inverted, in `bad[0]`, which must start at 0.
+    ///
+    /// # Panics
+    /// If `raw` holds fewer than `n` points' bytes, or `out` fewer than `at + n` points.
+    pub(crate) fn decode<G: Group>(
+        &self,
+        stream: &Stream,
+        raw: &DeviceVec<u8>,
+        n: usize,
+        (out, at): (&DeviceVec<G::Affine>, usize),
+        bad: &DeviceVec<u32>,
+    ) -> Result<()> {
+        assert!(raw.len() >= n * G::Affine::BYTES && out.len() >= at + n, "{n} points into {} from {at}", out.len());
+        // SAFETY: thread i < n reads point i's bytes inside `raw` and writes point at + i
+        // inside `out` (asserted), and bad[0] (a DeviceVec has at least one element).
+        unsafe {
+            G::kernels(self).g16_key_decode(
+                blocks(n, THREADS),
+                THREADS,
+                stream,
+                raw.at(0),
+                u32_arg(n),
+                out.at_mut(at),
+                bad.at_mut(0),
+            )
         }
     }
 

@@ -1,10 +1,13 @@
 //! The proving key as a backend holds it: its bases on the device with their shifted copies,
 //! on the device as they are, or in page-locked host memory streamed through two device
 //! chunks per group (see [`KeyPlacement`]), and its recorded constraints; `placement.rs`
-//! decides which, within the device memory the backend may take.
+//! decides which, within the device memory the backend may take, and `decode.rs` decodes a
+//! file's points on the device.
 
+mod decode;
 mod placement;
 
+use decode::DeviceDecode;
 pub(crate) use placement::{place, HeldKey};
 
 use std::time::{Duration, Instant};
@@ -16,7 +19,7 @@ use super::ffi::msm::{MsmKernels, G1, G2};
 use super::ffi::{DeviceVec, HostPinned, Staging};
 use super::msm::{copies, shifted_window_bits, Bases, DeviceBases};
 use crate::error::Result;
-use crate::groth16::{KeyFile, KeyShape, ProvingKey};
+use crate::groth16::{KeyFile, KeyShape, ProvingKey, RawBatch};
 use crate::r1cs::Recording;
 
 /// The key a backend is made from: in host memory, or in its parameter file, whose points
@@ -130,10 +133,18 @@ impl DeviceKey {
                 let alloc = |points, n| DeviceBases::alloc(points, shift(n));
                 let g1 = [alloc(ph, h)?, alloc(pl, l)?, alloc(pa, a)?, alloc(pb, b)?];
                 let b_g2 = DeviceBases::alloc(pb2, shift(b))?;
-                file.read_points(
-                    |q, first, batch| g1[q].fill(first, batch, stream, staging),
-                    |first, batch| b_g2.fill(first, batch, stream, staging),
-                )?;
+                if file.raw_points() {
+                    let decode = DeviceDecode::new()?;
+                    decode.read(file, |batch| match batch.query {
+                        4 => decode.decode::<G2>(batch, (&b_g2.points, batch.first), kernels, (stream, staging)),
+                        q => decode.decode::<G1>(batch, (&g1[q].points, batch.first), kernels, (stream, staging)),
+                    })?;
+                } else {
+                    file.read_points(
+                        |q, first, batch| g1[q].fill(first, batch, stream, staging),
+                        |first, batch| b_g2.fill(first, batch, stream, staging),
+                    )?;
+                }
                 for bases in &g1 {
                     bases.shift_copies::<G1>(kernels, stream)?;
                 }
@@ -149,8 +160,14 @@ impl DeviceKey {
     }
 
     /// Allocates two device chunks of `chunk` points per group and, once `fits` agrees, pins
-    /// a copy of `key`'s bases.
-    pub(crate) fn streamed(key: HostKey<'_>, chunk: usize, fits: impl Fn() -> Result<()>) -> Result<Self> {
+    /// a copy of `key`'s bases (a file's decoded on the device when it may be).
+    pub(crate) fn streamed(
+        key: HostKey<'_>,
+        chunk: usize,
+        fits: impl Fn() -> Result<()>,
+        kernels: &MsmKernels,
+        (stream, staging): (&Stream, &Staging),
+    ) -> Result<Self> {
         let g1_slots = [DeviceVec::new(chunk)?, DeviceVec::new(chunk)?];
         let g2_slots = [DeviceVec::new(chunk)?, DeviceVec::new(chunk)?];
         fits()?;
@@ -170,16 +187,19 @@ impl DeviceKey {
                     HostPinned::zeroed(pb)?,
                 ];
                 let mut b_g2 = HostPinned::zeroed(pb2)?;
-                file.read_points(
-                    |q, first, batch| {
-                        g1[q][first..first + batch.len()].copy_from_slice(batch);
-                        Ok(())
-                    },
-                    |first, batch| {
-                        b_g2[first..first + batch.len()].copy_from_slice(batch);
-                        Ok(())
-                    },
-                )?;
+                match file.raw_points() {
+                    true => pin_decoded(file, (&mut g1, &mut b_g2), kernels, (stream, staging))?,
+                    false => file.read_points(
+                        |q, first, batch| {
+                            g1[q][first..first + batch.len()].copy_from_slice(batch);
+                            Ok(())
+                        },
+                        |first, batch| {
+                            b_g2[first..first + batch.len()].copy_from_slice(batch);
+                            Ok(())
+                        },
+                    )?,
+                }
                 (g1, b_g2)
             }
         };
@@ -221,6 +241,28 @@ impl DeviceKey {
             DeviceKey::Streamed { pinning, .. } => *pinning,
         }
     }
+}
+
+/// Reads `file`'s points into their pinned host copies `g1` and `b_g2`, each batch decoded
+/// on the device ([`DeviceDecode`]) and copied back.
+fn pin_decoded(
+    file: &KeyFile,
+    (g1, b_g2): (&mut [HostPinned<G1Affine>; 4], &mut HostPinned<G2Affine>),
+    kernels: &MsmKernels,
+    copies: (&Stream, &Staging),
+) -> Result<()> {
+    let decode = DeviceDecode::new()?;
+    let out = (DeviceVec::new(RawBatch::MOST_POINTS)?, DeviceVec::new(RawBatch::MOST_POINTS)?);
+    decode.read(file, |batch| match batch.query {
+        4 => {
+            let host = &mut b_g2[batch.first..][..batch.points()];
+            decode.decode_to_host::<G2>(batch, (&out.1, host), kernels, copies)
+        }
+        q => {
+            let host = &mut g1[q][batch.first..][..batch.points()];
+            decode.decode_to_host::<G1>(batch, (&out.0, host), kernels, copies)
+        }
+    })
 }
 
 /// Bytes of a key's bases (`points` of h, l, a, b_g1 and b_g2), and with `shifted` their

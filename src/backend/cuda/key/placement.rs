@@ -206,7 +206,7 @@ fn stream_key(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<D
     largest_chunk(g1_msm_lengths(&key.shape()).into_iter().max().unwrap_or(0), |chunk| {
         *scratch = MsmScratch::default(); // free the last try's
         reserve_scratch(gpu, key, KeyPlacement::Streamed { chunk }, scratch)?;
-        DeviceKey::streamed(key, chunk, || gpu.budget.check(0))
+        DeviceKey::streamed(key, chunk, || gpu.budget.check(0), &gpu.msm, (&gpu.stream, &gpu.staging))
     })
 }
 
