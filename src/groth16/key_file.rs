@@ -21,6 +21,15 @@ use crate::r1cs::{R1cs, R1csFile, Recording};
 /// The queries' names in the file's order: four of G1 points, then b_g2's of G2 points.
 const QUERIES: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
 
+/// Bytes of a point of query `query` (of [`QUERIES`]) in the file.
+fn point_bytes(query: usize) -> usize {
+    if query < 4 {
+        G1Affine::BYTES
+    } else {
+        G2Affine::BYTES
+    }
+}
+
 /// The error of a file that is not the one opened: `what`, at byte `offset`, differs.
 fn changed(what: &str, offset: u64) -> Error {
     Error::Decode { what: what.to_owned(), offset, reason: "it differs from the file as it was opened" }
@@ -83,9 +92,8 @@ impl KeyFile {
         let vk = src.verifying_key()?;
         let mut lengths = [0; 5];
         for (k, name) in QUERIES.into_iter().enumerate() {
-            let bytes = if k < 4 { G1Affine::BYTES } else { G2Affine::BYTES };
-            lengths[k] = src.count(name, bytes)?;
-            src.skip(name, (lengths[k] * bytes) as u64)?;
+            lengths[k] = src.count(name, point_bytes(k))?;
+            src.skip(name, (lengths[k] * point_bytes(k)) as u64)?;
         }
         KeyShape::checked(vk.clone(), lengths, None)?;
         Ok(KeyFile { path, check, digest: None, vk, lengths, r1cs: None })
@@ -219,9 +227,8 @@ impl KeyFile {
         mut each: impl FnMut(RawBatch<B>) -> Result<()>,
     ) -> Result<()> {
         self.read_queries(|src, query, n| {
-            let bytes = if query < 4 { G1Affine::BYTES } else { G2Affine::BYTES };
             let work = |bytes: &[u8], _, offset| Ok((keep(bytes)?, offset));
-            src.batches(QUERIES[query], n, bytes, work, &mut |first, (bytes, offset)| {
+            src.batches(QUERIES[query], n, point_bytes(query), work, &mut |first, (bytes, offset)| {
                 each(RawBatch { query, first, offset, bytes })
             })
         })
@@ -244,8 +251,8 @@ impl KeyFile {
             return Err(changed("the verifying key", 0));
         }
         for (q, name) in QUERIES.into_iter().enumerate() {
-            let (at, bytes) = (src.offset, if q < 4 { G1Affine::BYTES } else { G2Affine::BYTES });
-            let n = src.count(name, bytes)?;
+            let at = src.offset;
+            let n = src.count(name, point_bytes(q))?;
             if n != self.lengths[q] {
                 return Err(changed(name, at));
             }
@@ -285,7 +292,7 @@ impl RawBatch<()> {
 impl<B: std::ops::Deref<Target = [u8]>> RawBatch<B> {
     /// Its points.
     pub(crate) fn points(&self) -> usize {
-        self.bytes.len() / if self.query < 4 { G1Affine::BYTES } else { G2Affine::BYTES }
+        self.bytes.len() / point_bytes(self.query)
     }
 
     /// Why point `index` of this batch, which a device refused, is refused: the host's decode
