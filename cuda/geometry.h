@@ -11,6 +11,10 @@
 // Threads per block of every NTT kernel.
 #define NTT_THREADS 256
 // log2 of the elements in shared memory a block of a pass holds, and most stages per pass.
+// The rule for LG_PASS_K: a block's 2^LG_PASS elements are 2^(LG_PASS − k) columns, each row
+// of them one run in DRAM, so more stages a pass make those runs shorter; at 9 they cost
+// more than the pass they save from 2^25 to 2^27. Refit with `gpu_report --proofs 0
+// --max-lg-ntt 26 --max-lg-msm 12` on builds of both values, in one device call.
 #define LG_PASS 10
 #define LG_PASS_K 8
 // log2 of the low power table's length: c·b^e = hi[e >> LG_TW_LO] · lo[e & (2^LG_TW_LO − 1)].

@@ -337,7 +337,8 @@ mod tests {
     fn a_pass_outside_the_shared_memory_or_the_vector_is_refused() {
         let ok = |pass: Pass, lg_n| std::panic::catch_unwind(|| pass.check(lg_n)).is_ok();
         assert!(ok(Pass { size: 20, k: 8, lg_c: 2 }, 20) && ok(Pass { size: 4, k: 4, lg_c: 6 }, 10));
-        assert!(!ok(Pass { size: 20, k: 9, lg_c: 1 }, 20), "more stages than LG_PASS_K");
+        let k = LG_PASS_K + 1;
+        assert!(!ok(Pass { size: 20, k, lg_c: LG_PASS - k }, 20), "more stages than LG_PASS_K");
         assert!(!ok(Pass { size: 20, k: 8, lg_c: 3 }, 20), "more elements than LG_PASS");
         assert!(!ok(Pass { size: 21, k: 8, lg_c: 2 }, 20), "a sub-transform larger than the vector");
         assert!(!ok(Pass { size: 4, k: 4, lg_c: 1 }, 4), "more columns than the vector has");
