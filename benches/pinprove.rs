@@ -1,7 +1,7 @@
 //! Criterion benches: pool checkout (reuse against fresh allocation), the NTT and the h stage
 //! from 2^16 to 2^20, the CPU MSM against blst's own call at 2^12…2^20 in G1 and G2, synthesis
-//! of the benchmark chains into pool buffers (full and witness-only), and the whole pipeline on
-//! a small batch. CI runs each once (`-- --test`) to keep them alive.
+//! of the benchmark chains into pool buffers (full and witness-only), BLAKE2b-512 (the digest
+//! of trusted parameter files), and the whole pipeline on a small batch. CI runs each once (`-- --test`) to keep them alive.
 
 #[path = "../tests/fixtures/mod.rs"]
 mod common;
@@ -109,6 +109,25 @@ fn synthesis(c: &mut Criterion) {
     group.finish();
 }
 
+/// BLAKE2b-512 of 64 MiB, the digest a trusted parameter file is read with: pinprove's (the
+/// faster of its two implementations on this host) against blake2b_simd's alone.
+fn digest(c: &mut Criterion) {
+    let bytes = vec![0x5au8; 64 << 20];
+    let mut group = c.benchmark_group("digest");
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function("pinprove", |b| {
+        b.iter(|| {
+            let mut d = pinprove::internal::Digest::new();
+            d.update(&bytes);
+            d.finalize()
+        })
+    });
+    group.bench_function("blake2b_simd", |b| {
+        b.iter(|| blake2b_simd::Params::new().hash_length(64).to_state().update(&bytes).finalize())
+    });
+    group.finish();
+}
+
 fn pipeline(c: &mut Criterion) {
     let lg_m = 10;
     let constants = MimcChain::constants(MimcChain::rounds_for_domain(lg_m));
@@ -130,6 +149,6 @@ fn pipeline(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = pool, ntt, cpu_msm, synthesis, pipeline
+    targets = pool, ntt, cpu_msm, synthesis, digest, pipeline
 }
 criterion_main!(benches);

@@ -6,10 +6,8 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
+use crate::digest::{Digest, DIGEST_BYTES};
 use crate::error::{Error, Result};
-
-/// Bytes of a BLAKE2b-512 digest.
-pub(crate) const DIGEST_BYTES: usize = 64;
 
 /// A reader that knows its offset and the bytes left, for errors that say where, and
 /// hashes what it reads when the file carries a digest.
@@ -19,7 +17,7 @@ pub(crate) struct Reader<R> {
     pub(crate) offset: u64,
     len: u64,
     /// The digest of what was read so far, for a file that ends with one.
-    digest: Option<blake2b_simd::State>,
+    digest: Option<Digest>,
 }
 
 impl<R: Read + Seek> Reader<R> {
@@ -44,7 +42,7 @@ impl<R: Read + Seek> Reader<R> {
     /// Hashes every byte read from now on, for [`digest`](Self::digest): a file that does not
     /// carry its digest, whose digest a caller knows.
     pub(crate) fn hash_all(&mut self) {
-        self.digest = Some(blake2b_simd::Params::new().hash_length(DIGEST_BYTES).to_state());
+        self.digest = Some(Digest::new());
     }
 
     /// The BLAKE2b-512 of every byte from where hashing began to the end of the file (the
@@ -59,7 +57,7 @@ impl<R: Read + Seek> Reader<R> {
             self.read_exact(&mut rest[..n], || "the bytes after the key".to_owned())?;
         }
         let state = self.digest.take().expect("hash_all was called");
-        Ok(state.finalize().as_bytes().iter().map(|b| format!("{b:02x}")).collect())
+        Ok(state.finalize().iter().map(|b| format!("{b:02x}")).collect())
     }
 
     /// Reads the digest that ends the file and checks it against what was read, and that
@@ -80,7 +78,7 @@ impl<R: Read + Seek> Reader<R> {
         self.len += DIGEST_BYTES as u64;
         let mut stored = [0u8; DIGEST_BYTES];
         self.read_exact(&mut stored, || "digest".to_owned())?;
-        if state.finalize().as_bytes() != stored {
+        if state.finalize() != stored {
             return Err(Error::Decode {
                 what: "digest".to_owned(),
                 offset: at,
@@ -97,12 +95,12 @@ impl<R: Read + Seek> Reader<R> {
     /// The digest's state (when the file is hashed), for the caller to add the bytes it
     /// reads to, beside other work on them, and to give back with
     /// [`restore_digest`](Self::restore_digest); reads until then are not hashed.
-    pub(crate) fn take_digest(&mut self) -> Option<blake2b_simd::State> {
+    pub(crate) fn take_digest(&mut self) -> Option<Digest> {
         self.digest.take()
     }
 
     /// Gives back the digest's state [`take_digest`](Self::take_digest) took.
-    pub(crate) fn restore_digest(&mut self, state: Option<blake2b_simd::State>) {
+    pub(crate) fn restore_digest(&mut self, state: Option<Digest>) {
         self.digest = state;
     }
 
@@ -235,17 +233,17 @@ pub(crate) fn write_u32s_le<W: std::io::Write>(writer: &mut W, values: &[u32]) -
 /// ([`finish`](Self::finish)), which [`Reader::check_digest`] checks.
 pub(crate) struct DigestWriter<W> {
     inner: W,
-    state: blake2b_simd::State,
+    state: Digest,
 }
 
 impl<W: std::io::Write> DigestWriter<W> {
     pub(crate) fn new(inner: W) -> Self {
-        DigestWriter { inner, state: blake2b_simd::Params::new().hash_length(DIGEST_BYTES).to_state() }
+        DigestWriter { inner, state: Digest::new() }
     }
 
     /// Writes the digest of everything written, and flushes.
     pub(crate) fn finish(mut self) -> std::io::Result<()> {
-        self.inner.write_all(self.state.finalize().as_bytes())?;
+        self.inner.write_all(&self.state.finalize())?;
         self.inner.flush()
     }
 }

@@ -54,6 +54,7 @@ macro_rules! names_ignored {
 
 pub mod backend;
 mod decode;
+mod digest;
 mod domain;
 mod error;
 pub mod gadgets;
@@ -86,6 +87,7 @@ pub use timings::{BatchTimings, MsmSteps, NttSteps, PartitionTimings, Span, Span
 /// API: they may change in any release, as crossbeam's `internal` module may.
 #[doc(hidden)]
 pub mod internal {
+    pub use crate::digest::Digest;
     pub use crate::domain::Domain;
     pub use crate::msm::{msm, CpuMsm};
     pub use crate::synth::{file_partition_bytes, partition_bytes, recording_partition_bytes};

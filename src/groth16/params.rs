@@ -253,7 +253,9 @@ impl ProvingKey {
     /// the same pass, must begin with `digest`, in the form of filecoin-proofs'
     /// `parameters.json` manifest (its first 32 hex digits; any length of hex digits is
     /// compared). A file trusted so needs no subgroup checks: [`Check::OnCurve`] fits it, at
-    /// a hundredth of [`Check::Full`]'s cost.
+    /// a hundredth of [`Check::Full`]'s cost. The digest is one sequential stream, hashed on
+    /// one core beside the read and the decode, so it sets a trusted load's least time: about
+    /// 1.45 GB/s on an AMD EPYC core, 0.7 on the GPU machines' Xeon cores.
     ///
     /// # Errors
     /// [`Error::Digest`] when the file's digest differs; [`Error::Config`] when `digest` is
