@@ -2,8 +2,8 @@
 //! its first 32 hex digits) and of the files pinprove writes. A file's digest is one
 //! sequential stream, so a trusted load goes no faster than one core hashes; and which of
 //! two implementations hashes faster depends on the core: blake2b_simd's, vectorised (AVX2
-//! where there is one), or the scalar rounds here, which some cores run faster (an AMD EPYC
-//! core: 1.5 GB/s scalar against 0.86 vectorised). Each process times both once, on the same
+//! where there is one), or the scalar rounds here, which some cores run faster (the CI
+//! machine's AMD EPYC cores: benches/README.md). Each process times both once, on the same
 //! bytes, and hashes with the faster; both give the same digest.
 
 use std::hint::black_box;
@@ -91,9 +91,7 @@ impl Digest {
             Engine::Scalar(state) => state.finalize(),
         }
     }
-}
 
-impl Digest {
     fn update_then_finalize(mut self, bytes: &[u8]) -> [u8; DIGEST_BYTES] {
         self.update(bytes);
         self.finalize()
