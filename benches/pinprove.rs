@@ -1,7 +1,8 @@
 //! Criterion benches: pool checkout (reuse against fresh allocation), the NTT and the h stage
 //! from 2^16 to 2^20, the CPU MSM against blst's own call at 2^12…2^20 in G1 and G2, synthesis
 //! of the benchmark chains into pool buffers (full and witness-only), BLAKE2b-512 (the digest
-//! of trusted parameter files), and the whole pipeline on a small batch. CI runs each once (`-- --test`) to keep them alive.
+//! of trusted parameter files), and the whole pipeline on a small batch. CI runs each once
+//! (`-- --test`) to keep them alive.
 
 #[path = "../tests/fixtures/mod.rs"]
 mod common;
