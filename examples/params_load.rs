@@ -40,7 +40,7 @@ fn blake2b(path: &str) -> Result<String, Box<dyn std::error::Error>> {
             n => state.update(&buf[..n]),
         }
     }
-    Ok(state.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(state.finalize_hex())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

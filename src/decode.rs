@@ -57,7 +57,7 @@ impl<R: Read + Seek> Reader<R> {
             self.read_exact(&mut rest[..n], || "the bytes after the key".to_owned())?;
         }
         let state = self.digest.take().expect("hash_all was called");
-        Ok(state.finalize().iter().map(|b| format!("{b:02x}")).collect())
+        Ok(state.finalize_hex())
     }
 
     /// Reads the digest that ends the file and checks it against what was read, and that

@@ -52,8 +52,7 @@ const SIGMA: [[usize; 16]; 10] = [
 /// let mut d = Digest::new();
 /// d.update(b"a");
 /// d.update(b"bc");
-/// assert!(hex(&d.finalize()).starts_with("ba80a53f981c4d0d6a2797b69f12f6e9")); // RFC 7693
-/// # fn hex(b: &[u8]) -> String { b.iter().map(|b| format!("{b:02x}")).collect() }
+/// assert!(d.finalize_hex().starts_with("ba80a53f981c4d0d6a2797b69f12f6e9")); // RFC 7693
 /// ```
 #[derive(Debug, Clone)]
 pub struct Digest(Engine);
@@ -90,6 +89,11 @@ impl Digest {
             Engine::Vector(state) => state.finalize().as_bytes().try_into().expect("a 64-byte digest"),
             Engine::Scalar(state) => state.finalize(),
         }
+    }
+
+    /// The digest in lowercase hex, as `b2sum` prints it and manifests keep it.
+    pub fn finalize_hex(self) -> String {
+        self.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 
     fn update_then_finalize(mut self, bytes: &[u8]) -> [u8; DIGEST_BYTES] {
