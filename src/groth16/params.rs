@@ -255,7 +255,7 @@ impl ProvingKey {
     /// compared). A file trusted so needs no subgroup checks: [`Check::OnCurve`] fits it, at
     /// a hundredth of [`Check::Full`]'s cost. The digest is one sequential stream, hashed on
     /// one core beside the read and the decode, so it sets a trusted load's least time: about
-    /// 1.45 GB/s on an AMD EPYC core, 0.7 on the GPU machines' Xeon cores.
+    /// 1.45 GB/s on an AMD EPYC core, 0.7 to 0.8 on the GPU machines' Xeon cores.
     ///
     /// # Errors
     /// [`Error::Digest`] when the file's digest differs; [`Error::Config`] when `digest` is
