@@ -15,10 +15,48 @@
 __device__ __forceinline__ fr_t z_at(const fr_t* input, const fr_t* aux, uint32_t inputs, uint32_t v)
 {   return v < inputs ? input[v] : aux[v - inputs];   }
 
-// Lanes that share a row: a row's entries are strided over them and their sums added by
-// shuffles. Bit-heavy circuits have mostly short rows and a few long ones (SHA-256's 32-bit
-// additions sum 100 and more bits): a thread alone on a long row held its warp, and its
-// block, for as many dependent loads as entries (SPMV_LANES: geometry.h).
+// The terms of entries [from, end) of a matrix at stride `stride`, summed: a group's lane takes
+// every stride-th entry of its row.
+template<typename start_t>
+__device__ __forceinline__ fr_t row_terms(start_t from, start_t end, uint32_t stride, start_t first,
+                                          const uint32_t* vars, const uint32_t* coeffs, const fr_t* table,
+                                          const fr_t* input, const fr_t* aux, uint32_t inputs)
+{
+    fr_t acc;
+    acc.zero();
+    for (start_t e = from; e < end; e += stride) {
+        const fr_t x = z_at(input, aux, inputs, vars[e - first]);
+        const uint32_t k = coeffs[e - first];
+        if (k == 0)
+            acc += x;
+        else if (k == 1)
+            acc -= x;
+        else
+            acc += x * table[k];
+    }
+    return acc;
+}
+
+// acc summed over each aligned group of `width` lanes, into the group's first lane.
+__device__ __forceinline__ fr_t lanes_sum(fr_t acc, uint32_t width)
+{
+    for (uint32_t d = width / 2; d > 0; d /= 2) {
+        fr_t other;
+        #pragma unroll
+        for (size_t l = 0; l < sizeof(fr_t) / sizeof(uint32_t); l++)
+            other[l] = __shfl_down_sync(0xffffffff, acc[l], d, width);
+        acc += other;
+    }
+    return acc;
+}
+
+// Lanes that share a row: a row's entries are strided over SPMV_LANES lanes and their sums
+// added by shuffles. Bit-heavy circuits have mostly short rows and a few long ones (SHA-256's
+// 32-bit additions sum 100 and more bits, up to 900 in a row of A): a group alone on a long
+// row holds its warp for as many steps as the row has entries over SPMV_LANES. So a warp
+// whose rows longer than itself take fewer steps on all its 32 lanes, one after another
+// (each a step more for its sum), than its longest row on its group, sums them that way; a
+// warp of rows alike (the dense chains) keeps its groups.
 
 // out[i] = ⟨row i, z⟩ for i < rows, 0 for rows ≤ i < n (the domain's padding). A thread per
 // lane of a row; every thread of the grid takes part in the shuffles. The starts may be a
@@ -29,33 +67,36 @@ __device__ __forceinline__ void spmv(const start_t* starts, const uint32_t* vars
                                      const fr_t* table, const fr_t* input, const fr_t* aux, uint32_t inputs,
                                      uint32_t rows, uint32_t n, fr_t* out)
 {
-    const size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / SPMV_LANES;
-    const uint32_t lane = threadIdx.x % SPMV_LANES;
-    fr_t acc;
-    acc.zero();
+    const size_t thread = (size_t)blockIdx.x * blockDim.x + threadIdx.x, i = thread / SPMV_LANES;
+    const uint32_t lane = threadIdx.x % SPMV_LANES, warp_lane = threadIdx.x % 32;
+    const start_t first = starts[0];
+    start_t begin = 0, end = 0;
     if (i < rows) {
-        const start_t first = starts[0], end = starts[i + 1];
-        for (start_t e = starts[i] + lane; e < end; e += SPMV_LANES) {
-            const fr_t x = z_at(input, aux, inputs, vars[e - first]);
-            const uint32_t k = coeffs[e - first];
-            if (k == 0)
-                acc += x;
-            else if (k == 1)
-                acc -= x;
-            else
-                acc += x * table[k];
-        }
+        begin = starts[i];
+        end = starts[i + 1];
     }
-    #pragma unroll
-    for (uint32_t d = SPMV_LANES / 2; d > 0; d /= 2) {
-        fr_t other;
-        #pragma unroll
-        for (size_t l = 0; l < sizeof(fr_t) / sizeof(uint32_t); l++)
-            other[l] = __shfl_down_sync(0xffffffff, acc[l], d, SPMV_LANES);
-        acc += other;
-    }
-    if (i < n && lane == 0)
+    const uint32_t len = (uint32_t)(end - begin), longest = __reduce_max_sync(0xffffffff, len);
+    const bool wide = len > 32;
+    const uint32_t warp_steps = __reduce_add_sync(0xffffffff, wide && lane == 0 ? (len + 31) / 32 + 1 : 0);
+    const bool together = warp_steps < (longest + SPMV_LANES - 1) / SPMV_LANES;
+    fr_t acc;
+    if (together && wide)
+        acc.zero();
+    else
+        acc = row_terms(begin + lane, end, SPMV_LANES, first, vars, coeffs, table, input, aux, inputs);
+    acc = lanes_sum(acc, SPMV_LANES);
+    if (i < n && lane == 0 && !(together && wide))
         out[i] = acc;
+    // The warp's wide rows, each by all its lanes (a warp-uniform loop: the ballot is).
+    for (uint32_t leaders = __ballot_sync(0xffffffff, together && wide && lane == 0); leaders;
+         leaders &= leaders - 1) {
+        const uint32_t leader = __ffs(leaders) - 1;
+        const start_t b = __shfl_sync(0xffffffff, begin, leader), e = __shfl_sync(0xffffffff, end, leader);
+        fr_t sum = row_terms(b + warp_lane, e, 32, first, vars, coeffs, table, input, aux, inputs);
+        sum = lanes_sum(sum, 32);
+        if (warp_lane == 0)
+            out[(thread - warp_lane + leader) / SPMV_LANES] = sum;
+    }
 }
 
 // out[i] = z[vars[i]] for i < n.
