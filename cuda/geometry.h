@@ -45,11 +45,13 @@
 #define SPLIT_THREADS 256
 
 // ---- recorded constraints (r1cs/spmv.cuh): threads per block, and threads that share a row
-// of a product (bit-heavy circuits have mostly short rows and a few long ones). Refit
-// SPMV_LANES with `vs_peer --shape sha256 --lg-m 20 --witness-only 1` on builds of 1, 4 and 8:
-// the products took 2.28, 0.80 and 0.76 ms (8: a longer tail) of a 20 ms partition.
+// of a product. Rows longer than a warp are summed by the whole warp, so a row's own lanes
+// only serve the short rows, which one lane sums in the fewest warp steps. Refit SPMV_LANES
+// on builds of 1, 2 and 4 by ncu's `gpu__time_duration` of the g16_spmv kernels under
+// `vs_peer --params F --shape sha256-native --lg-m 24 --witness-only 1 --key-file 1 --r1cs R
+// --proofs 2` (SHA-256's long rows; benches/README says how F and R are made).
 #define R1CS_THREADS 256
-#define SPMV_LANES 4
+#define SPMV_LANES 1
 // ---- a witness of bits (r1cs/packed.cuh): values per rank (src/synth/packed.rs's GROUP, a
 // block's share) and threads per block.
 #define PACKED_GROUP 4096

@@ -78,17 +78,17 @@ __device__ __forceinline__ void spmv(const start_t* starts, const uint32_t* vars
     const uint32_t len = (uint32_t)(end - begin), longest = __reduce_max_sync(0xffffffff, len);
     const bool wide = len > 32;
     const uint32_t warp_steps = __reduce_add_sync(0xffffffff, wide && lane == 0 ? (len + 31) / 32 + 1 : 0);
-    const bool together = warp_steps < (longest + SPMV_LANES - 1) / SPMV_LANES;
+    const bool by_warp = wide && warp_steps < (longest + SPMV_LANES - 1) / SPMV_LANES;
     fr_t acc;
-    if (together && wide)
+    if (by_warp)
         acc.zero();
     else
         acc = row_terms(begin + lane, end, SPMV_LANES, first, vars, coeffs, table, input, aux, inputs);
     acc = lanes_sum(acc, SPMV_LANES);
-    if (i < n && lane == 0 && !(together && wide))
+    if (i < n && lane == 0 && !by_warp)
         out[i] = acc;
     // The warp's wide rows, each by all its lanes (a warp-uniform loop: the ballot is).
-    for (uint32_t leaders = __ballot_sync(0xffffffff, together && wide && lane == 0); leaders;
+    for (uint32_t leaders = __ballot_sync(0xffffffff, by_warp && lane == 0); leaders;
          leaders &= leaders - 1) {
         const uint32_t leader = __ffs(leaders) - 1;
         const start_t b = __shfl_sync(0xffffffff, begin, leader), e = __shfl_sync(0xffffffff, end, leader);
