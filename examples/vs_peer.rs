@@ -215,13 +215,15 @@ fn print_setup(prover: &Prover, report: &DeviceReport, what: String, loaded: Str
         KeyPlacement::Resident | KeyPlacement::ResidentInChunks { .. } => (report.key_bytes, ""),
         KeyPlacement::Streamed { .. } => (0, ", the streamed bases' chunks"),
     };
-    let held = bases + report.r1cs_bytes + report.partition_bytes;
+    let held = bases + report.r1cs_bytes + report.partition_bytes + report.witness_scratch_bytes;
     println!(
         "  the backend's device memory: bases {:.2} GB, recording {:.2} GB, a partition's buffers {:.2} GB \
-         (a, b, c, the tables, the aux), the rest {:.2} GB (the MSMs' scratch and the split's rooms{streamed})",
+         (a, b, c, the tables, the aux), the witness's MSMs' own scratch {:.2} GB (beside the H MSM when \
+         held), the rest {:.2} GB (the MSMs' scratch and the split's rooms{streamed})",
         bases as f64 / 1e9,
         report.r1cs_bytes as f64 / 1e9,
         report.partition_bytes as f64 / 1e9,
+        report.witness_scratch_bytes as f64 / 1e9,
         report.backend_bytes.saturating_sub(held) as f64 / 1e9,
     );
 }

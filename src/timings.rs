@@ -73,6 +73,10 @@ partition_timings! {
         /// are (each backend decides from the scalars' [`Census`](crate::backend::Census));
         /// the H MSM's scalars never are.
         pub msms_split: u32,
+        /// When each of the witness's MSMs (L, A, B in G1, B in G2) started, from the H
+        /// MSM's start (device events; zero on the CPU backend): after it, or beside it when
+        /// the CUDA backend holds their own scratch (its `DeviceReport::witness_scratch_bytes`).
+        pub witness_msm_starts: [Duration; 4],
     }
     stages {
         /// Checkout of a/b/c plus the circuit's synthesis, on a synthesis thread.
@@ -311,9 +315,11 @@ pub struct Span {
 impl PartitionTimings {
     /// The batch as spans on named tracks, the one timeline the Chrome trace and the
     /// examples' picture both draw: each synthesis on its worker, each partition's wait in
-    /// the channel on the queue's track, each partition on its proving thread, its device stages on the device (drawn from the moment its proving
-    /// thread took it, one after the other, with their device-measured lengths), and the
-    /// proofs' assembly and verification on the compute pool.
+    /// the channel on the queue's track, each partition on its proving thread, its device
+    /// stages on the device (drawn from the moment its proving thread took it, one after the
+    /// other, with their device-measured lengths, but the witness's MSMs from their start
+    /// after or beside the H MSM's), and the proofs' assembly and verification on the
+    /// compute pool.
     pub fn spans(timings: &[PartitionTimings]) -> Vec<Span> {
         let mut spans = Vec::new();
         for t in timings {
@@ -343,16 +349,24 @@ impl PartitionTimings {
                 (SpanKind::Ntt, "coset NTT", n.coset_ntt),
                 (SpanKind::Ntt, "coset iNTT", n.coset_intt),
                 (SpanKind::MsmG1, "MSM h", m.h),
+            ];
+            let witness_msms = [
                 (SpanKind::MsmG1, "MSM l", m.l),
                 (SpanKind::MsmG1, "MSM a", m.a),
                 (SpanKind::MsmG1, "MSM b G1", m.b_g1),
                 (SpanKind::MsmG2, "MSM b G2", m.b_g2),
             ];
-            let on_device = !t.device_end.is_zero();
+            if t.device_end.is_zero() {
+                continue;
+            }
             let mut at = t.proving_start + t.device_lock_wait;
-            for (kind, name, length) in stages.into_iter().filter(|_| on_device) {
+            for (kind, name, length) in stages {
                 push(Track::Device(t.device), kind, name, at, length);
                 at += length;
+            }
+            let h_start = at - m.h;
+            for ((kind, name, length), start) in witness_msms.into_iter().zip(t.witness_msm_starts) {
+                push(Track::Device(t.device), kind, name, h_start + start, length);
             }
         }
         spans
@@ -405,8 +419,9 @@ mod tests {
             proving: ms(4),
             device_lock_wait: ms(1),
             h2d: ms(1),
-            msm_steps: MsmSteps { b_g2: ms(2), ..MsmSteps::default() },
-            device_end: ms(14),
+            msm_steps: MsmSteps { h: ms(3), l: ms(1), b_g2: ms(2), ..MsmSteps::default() },
+            witness_msm_starts: [ms(1), ms(2), ms(2), ms(2)], // beside the H MSM
+            device_end: ms(15),
             verify: ms(1),
             ..PartitionTimings::default()
         };
@@ -421,14 +436,16 @@ mod tests {
                 (Track::Proving(1), "prove", ms(10), ms(4)),
                 (Track::Compute, "verify", ms(14), ms(1)),
                 (Track::Device(1), "h2d", ms(11), ms(1)),
-                (Track::Device(1), "MSM b G2", ms(12), ms(2)),
+                (Track::Device(1), "MSM h", ms(12), ms(3)),
+                (Track::Device(1), "MSM l", ms(13), ms(1)),
+                (Track::Device(1), "MSM b G2", ms(14), ms(2)),
             ]
         );
         // Without device events (the CPU backend) nothing is drawn on a device track.
         assert!(PartitionTimings::spans(&[on_cpu]).iter().all(|s| !matches!(s.track, Track::Device(_))));
         let trace = PartitionTimings::chrome_trace(&[on_device]);
         assert!(
-            trace.contains(r#""name":"MSM b G2 7","ph":"X","pid":1,"tid":4,"ts":12000.000,"dur":2000.000"#),
+            trace.contains(r#""name":"MSM b G2 7","ph":"X","pid":1,"tid":4,"ts":14000.000,"dur":2000.000"#),
             "{trace}"
         );
         assert!(trace.contains(r#""tid":4,"args":{"name":"device 1"}"#), "{trace}");

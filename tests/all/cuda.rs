@@ -513,13 +513,21 @@ fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let (resident, plain) = proofs_on(&device.clone().with_memory_limit(bases_only), &key, 4).unwrap();
     assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
     assert!(plain.backend_bytes <= bases_only && plain.shifted_bytes == 0, "{plain:?}, limit {bases_only}");
+    // Both have room for the witness's MSMs' own scratch: they ran beside the H MSM. Half of
+    // it less: they follow it.
+    assert!(report.witness_scratch_bytes > 0 && plain.witness_scratch_bytes > 0, "{report:?}\n{plain:?}");
+    let sorts_whole = plain.backend_bytes - plain.witness_scratch_bytes;
+    let after_h = sorts_whole + plain.witness_scratch_bytes / 2;
+    let (one_stream, alone) = proofs_on(&device.clone().with_memory_limit(after_h), &key, 4).unwrap();
+    assert_eq!((alone.key_placement, alone.witness_scratch_bytes), (KeyPlacement::Resident, 0), "{alone:?}");
     // Half the room of the whole MSMs' sorts less: the bases stay, their MSMs sorted a chunk
     // at a time. (A byte less is not enough: the device hands out memory in pages, so the
     // bytes a backend holds are more than it reserved.)
-    let less = plain.backend_bytes - (plain.backend_bytes - plain.key_bytes - plain.partition_bytes) / 2;
+    let less = sorts_whole - (sorts_whole - plain.key_bytes - plain.partition_bytes) / 2;
     let (in_chunks, chunked) = proofs_on(&device.clone().with_memory_limit(less), &key, 4).unwrap();
     let KeyPlacement::ResidentInChunks { chunk } = chunked.key_placement else { panic!("{chunked:?}") };
     assert!(chunk < key.domain_size() && chunked.backend_bytes <= less, "{chunked:?}, limit {less}");
+    assert_eq!(chunked.witness_scratch_bytes, 0, "{chunked:?}");
     // The least room in which a backend is made above the partition's bytes: the bases
     // streamed (the bases and a chunk's sorts need more).
     let quarter = plain.key_bytes / 4;
@@ -532,12 +540,13 @@ fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let on_cpu = cpu
         .prove_with_randomness((0..4).map(|i| (chain(16, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect())
         .unwrap();
-    for (i, ((((h, r), k), s), c)) in
-        shifted.iter().zip(&resident).zip(&in_chunks).zip(&streamed).zip(&on_cpu).enumerate()
+    for (i, (((((h, r), o), k), s), c)) in
+        shifted.iter().zip(&resident).zip(&one_stream).zip(&in_chunks).zip(&streamed).zip(&on_cpu).enumerate()
     {
         let c = c.as_ref().unwrap();
         assert_eq!(h, c, "job {i}: the shifted key's proof differs from the CPU's");
         assert_eq!(r, c, "job {i}: the resident key's proof differs from the CPU's");
+        assert_eq!(o, c, "job {i}: the resident key's proof, the MSMs on one stream, differs from the CPU's");
         assert_eq!(k, c, "job {i}: the proof of the key sorted in chunks differs from the CPU's");
         assert_eq!(s, c, "job {i}: the streamed key's proof differs from the CPU's");
     }

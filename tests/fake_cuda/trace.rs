@@ -160,7 +160,9 @@ fn limits(device: &CudaDevice, key: &pinprove::ProvingKey) -> Vec<Option<usize>>
     let resident = device.clone().with_memory_limit(r.backend_bytes - r.shifted_bytes / 2);
     resident.backend(key).unwrap();
     let plain = resident.report();
-    let (bases_only, in_chunks) = (r.backend_bytes - r.shifted_bytes / 2, plain.backend_bytes - 1);
+    // Less room than the bases' whole-MSM scratch (the witness's own is not needed).
+    let in_chunks = plain.backend_bytes - plain.witness_scratch_bytes - 1;
+    let bases_only = r.backend_bytes - r.shifted_bytes / 2;
     // The least room in which a backend is made, a quarter key at a time above the
     // partition's bytes: the bases streamed.
     let streamed = (1..)

@@ -47,6 +47,10 @@ pub struct DeviceReport {
     /// bases on the device (with their shifted copies) or the chunks streamed ones go
     /// through.
     pub backend_bytes: usize,
+    /// Of those, the witness's MSMs' (L, A, B) own scratch, with which they run beside the
+    /// H MSM on a stream of their own: held when the bases are resident and sorted whole,
+    /// and it fits beside them; zero otherwise (they follow the H MSM).
+    pub witness_scratch_bytes: usize,
     /// Of those, a partition's buffers: a, b and c (the A and B scalars go into b and c
     /// after the h stage), the domain's twiddle and power tables, and the aux.
     pub partition_bytes: usize,
@@ -171,6 +175,10 @@ pub(crate) struct Gpu {
     pub(crate) r1cs: R1csKernels,
     /// The kernels' stream.
     pub(crate) stream: Stream,
+    /// The witness's MSMs (L, A, B) beside the H MSM's, when they have scratch of their own
+    /// ([`HeldKey::witness_scratch`](super::key::HeldKey)); first in line for the device's
+    /// blocks, so that theirs go between the H MSM's long kernels.
+    pub(crate) side: Stream,
     /// Copies beside the kernels: the MSMs' scalars during the h stage, streamed bases.
     pub(crate) copies: Stream,
     pub(crate) staging: Staging,
@@ -193,6 +201,7 @@ impl Gpu {
             msm: MsmKernels::new(&fatbin)?,
             r1cs: R1csKernels::new(&fatbin)?,
             stream: Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?,
+            side: Stream::new(StreamFlags::NON_BLOCKING, Some(SIDE_PRIORITY)).map_err(from_cust)?,
             copies: Stream::new(StreamFlags::NON_BLOCKING, None).map_err(from_cust)?,
             staging: Staging::new()?,
             budget,
@@ -201,14 +210,20 @@ impl Gpu {
         })
     }
 
-    /// Waits for the kernels' stream before the owner's device buffers are freed (its
+    /// Waits for the kernels' streams before the owner's device buffers are freed (its
     /// `Drop`): a kernel may still be reading them.
     pub(crate) fn finish(&self) {
-        if let Err(e) = self.stream.synchronize() {
-            log::error!("CUDA stream failed at shutdown: {e}");
+        for stream in [&self.stream, &self.side] {
+            if let Err(e) = stream.synchronize() {
+                log::error!("CUDA stream failed at shutdown: {e}");
+            }
         }
     }
 }
+
+/// The side stream's priority: CUDA's lower numbers go first (0 is the default; devices
+/// clamp it to their range, which on Hopper reaches −5).
+const SIDE_PRIORITY: i32 = -1;
 
 /// The device memory a backend may hold: all the device has, or the device's
 /// [memory limit](crate::backend::cuda::CudaDevice::with_memory_limit).

@@ -55,7 +55,7 @@ use self::device::Gpu;
 use self::ffi::msm::{G1, G2};
 use self::ffi::{download, from_cust, mark, memory_info, upload, wait_for, DeviceVec, InFlight};
 use self::key::{g1_msm_lengths, key_bytes, HeldKey, HostKey};
-use self::msm::Msms;
+use self::msm::{Bases, Msms, Plan, Summing};
 use self::ntt::DeviceDomain;
 use self::partition::{event, AbcSource, DeviceScalars, PartitionEvents, WindowSums};
 use self::r1cs::DeviceR1cs;
@@ -76,6 +76,7 @@ pub struct CudaBackend {
     scalars: DeviceScalars,
     held: HeldKey,
     sums: WindowSums,
+    witness_sums: WindowSums,
     events: PartitionEvents,
     /// Recorded when the backend was made: partitions' device intervals are measured from it.
     epoch: Event,
@@ -106,13 +107,13 @@ impl CudaBackend {
         epoch.record(&gpu.stream).map_err(from_cust)?;
         let domain = DeviceDomain::new(&gpu.ntt, m, &gpu.stream)?;
         let scalars = DeviceScalars::new(&shape, domain.size())?;
-        let (sums, events) = (WindowSums::new()?, PartitionEvents::new()?);
+        let (sums, witness_sums, events) = (WindowSums::new()?, WindowSums::new()?, PartitionEvents::new()?);
         let partition_bytes = gpu.budget.free_at_start.saturating_sub(memory_info()?.0);
         gpu.budget.check(0)?;
         let held = key::place(&gpu, key)?;
         gpu.stream.synchronize().map_err(from_cust)?;
         let lengths = g1_msm_lengths(&shape);
-        let backend = CudaBackend { lengths, domain, scalars, held, sums, events, epoch, lock, gpu };
+        let backend = CudaBackend { lengths, domain, scalars, held, sums, witness_sums, events, epoch, lock, gpu };
         backend.report(device, key.points(), partition_bytes)?;
         Ok(backend)
     }
@@ -133,6 +134,7 @@ impl CudaBackend {
         report.key_upload = bases.setup_time();
         report.backend_bytes = self.gpu.budget.free_at_start.saturating_sub(free);
         report.partition_bytes = partition_bytes;
+        report.witness_scratch_bytes = self.held.witness_scratch_bytes;
         report.memory_used = total - free;
         report.memory_total = total;
         Ok(())
@@ -169,40 +171,87 @@ impl CudaBackend {
     }
 
     /// The five MSMs of `w`, the device's lock held; an evaluated partition's A and B scalars
-    /// are copied up beside the first two.
+    /// are copied up beside the first two. When the witness's MSMs (L, A, B) have split
+    /// scratch of their own, each is split on the side stream while the H MSM's plan and
+    /// sums run (its scatter is memory-bound, their sums compute-bound); those the split
+    /// declines follow the H MSM.
     fn msms(&mut self, w: &Witness, t: &mut PartitionTimings) -> Result<MsmSums> {
         let [h_len, l_len, a_len, b_len] = self.lengths;
         let source = AbcSource::of(w, self.held.r1cs.is_some())?;
-        let Self { gpu, domain, scalars: s, held, sums, events: ev, epoch, .. } = self;
-        let (stream, m, [sa, sb]) = (&gpu.stream, &ev.msm, s.ab(&domain.abc));
-        let (in_flight, ab_ready) = match source {
+        let Self { gpu, domain, scalars: s, held, sums, witness_sums: ws, events: ev, epoch, .. } = self;
+        let (stream, [sa, sb]) = (&gpu.stream, s.ab(&domain.abc));
+        let (in_flight, mut ab_ready) = match source {
             AbcSource::Evaluated(e) => {
                 let (in_flight, ready) = upload_ab(gpu, e, [sa, sb], &ev.ab_h2d)?;
                 (in_flight, Some(ready))
             }
             AbcSource::Recorded(_) => (vec![], None),
         };
-        let msms =
-            Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch: &held.scratch };
-        let [h, l, a, b_g1] = held.bases.g1();
-        let (h, _) = msms.msm::<G1>(&domain.abc[0], h_len, h, &sums.g1, None)?;
-        m[0].record(stream).map_err(from_cust)?;
-        let (l, _, l_split) = msms.witness_msm::<G1>(&s.aux, l_len, l, &sums.g1, None)?;
-        m[1].record(stream).map_err(from_cust)?;
+        let msms = |stream, scratch| Msms {
+            kernels: &gpu.msm,
+            stream,
+            copies: &gpu.copies,
+            staging: &gpu.staging,
+            scratch,
+            split: true,
+        };
+        let main = msms(stream, &held.scratch);
+        let ([h, l, a, b_g1], g2) = (held.bases.g1(), held.bases.b_g2());
+        // The H MSM, started (its sum read after the side's splits) or done.
+        let (h, side) = match (h, &held.witness_scratch) {
+            (Bases::Resident(bases), Some(scratch)) if h_len <= bases.plan_points => {
+                wait_for(&gpu.side, mark(stream)?)?; // the scalars are gathered
+                let h = ev.around(0, stream, || main.start::<G1>(&domain.abc[0], h_len, bases, &sums.g1))?;
+                (h, Some(msms(&gpu.side, scratch)))
+            }
+            _ => (
+                ev.around(0, stream, || {
+                    Ok(Summing::Done(main.msm::<G1>(&domain.abc[0], h_len, h, &sums.g1, None)?.0))
+                })?,
+                None,
+            ),
+        };
+        let (mut l_side, mut a_side, mut b_g1_side, mut b_g2_side) = (None, None, None, None);
+        if let Some(side) = side {
+            let on = side.stream;
+            l_side = ev.around(1, on, || side.split_resident::<G1>(&s.aux, l_len, l, &ws.g1))?;
+            if let Some(ready) = ab_ready.take() {
+                wait_for(on, ready)?;
+            }
+            a_side = ev.around(2, on, || side.split_resident::<G1>(sa, a_len, a, &ws.g1))?;
+            b_g1_side = ev.around(3, on, || side.split_resident::<G1>(sb, b_len, b_g1, &ws.g1))?;
+            b_g2_side = ev.around(4, on, || side.split_resident::<G2>(sb, b_len, g2, &ws.g2))?;
+            wait_for(stream, mark(on)?)?;
+        }
+        let h = main.sum_of::<G1>(h, &sums.g1)?;
+        // The witness's MSMs not split beside it, one after another.
+        let main = Msms { split: side.is_none(), ..main };
+        let l = l_side.map_or_else(
+            || ev.around(1, stream, || main.witness_msm::<G1>(&s.aux, l_len, l, &sums.g1, None)),
+            split_beside,
+        )?;
         if let Some(ready) = ab_ready {
             wait_for(stream, ready)?;
         }
-        let (a, _, a_split) = msms.witness_msm::<G1>(sa, a_len, a, &sums.g1, None)?;
-        m[2].record(stream).map_err(from_cust)?;
-        let (b_g1, plan, b_g1_split) = msms.witness_msm::<G1>(sb, b_len, b_g1, &sums.g1, None)?;
-        m[3].record(stream).map_err(from_cust)?;
-        let (b_g2, _, b_g2_split) = msms.witness_msm::<G2>(sb, b_len, held.bases.b_g2(), &sums.g2, plan)?;
-        m[4].record(stream).map_err(from_cust)?;
+        let a = a_side.map_or_else(
+            || ev.around(2, stream, || main.witness_msm::<G1>(sa, a_len, a, &sums.g1, None)),
+            split_beside,
+        )?;
+        let b_g1 = b_g1_side.map_or_else(
+            || ev.around(3, stream, || main.witness_msm::<G1>(sb, b_len, b_g1, &sums.g1, None)),
+            split_beside,
+        )?;
+        let plan = b_g1.1; // the B scalars' plan, when not split
+        let b_g2 = b_g2_side.map_or_else(
+            || ev.around(4, stream, || main.witness_msm::<G2>(sb, b_len, g2, &sums.g2, plan)),
+            split_beside,
+        )?;
+        ev.msms_done.record(stream).map_err(from_cust)?;
         // The copies read the witness's buffers: done (long since) before these go back.
         in_flight.into_iter().try_for_each(InFlight::wait)?;
-        t.msms_split += [l_split, a_split, b_g1_split, b_g2_split].into_iter().map(u32::from).sum::<u32>();
+        t.msms_split += [l.2, a.2, b_g1.2, b_g2.2].into_iter().map(u32::from).sum::<u32>();
         ev.add_msms(epoch, source, t)?;
-        Ok(MsmSums { h, l, a, b_g1, b_g2 })
+        Ok(MsmSums { h, l: l.0, a: a.0, b_g1: b_g1.0, b_g2: b_g2.0 })
     }
 
     /// Copies the h coefficients of the last partition (which stay on the device for the H
@@ -252,6 +301,12 @@ impl CudaBackend {
         })?);
         Ok(())
     }
+}
+
+/// A witness MSM's sum split beside the H MSM, as [`Msms::witness_msm`] answers: no plan
+/// for the next group, split.
+fn split_beside<P>(sum: P) -> Result<(P, Option<Plan>, bool)> {
+    Ok((sum, None, true))
 }
 
 /// Enqueues the copies of what the h stage reads, on the kernels' stream: a, b and c, or,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cust::event::{Event, EventFlags};
+use cust::stream::Stream;
 
 use super::ffi::{from_cust, DeviceVec};
 use super::msm::MAX_WINDOWS;
@@ -38,7 +39,8 @@ impl DeviceScalars {
 }
 
 /// Window sums of a G1 MSM and of the G2 one: each MSM downloads its sums before the next one
-/// starts, so the four G1 MSMs share one buffer.
+/// of its stream starts, so the MSMs of a stream share one buffer (a backend holds one for
+/// the H MSM and one for the witness's, which may run beside it).
 #[derive(Debug)]
 pub(super) struct WindowSums {
     pub(super) g1: DeviceVec<G1Projective>,
@@ -105,8 +107,11 @@ pub(super) struct PartitionEvents {
     /// After the A and B scalars' gathers from the recorded constraints, which follow the h
     /// stage (at its end without them).
     pub(super) gathered: Event,
-    /// After each MSM.
-    pub(super) msm: [Event; 5],
+    /// Around each MSM (H, L, A, B in G1, B in G2), on the stream that ran it: the kernels',
+    /// or the side's beside the H MSM (see [`Gpu::side`](super::device::Gpu)).
+    msm: [[Event; 2]; 5],
+    /// After all five, on the kernels' stream.
+    pub(super) msms_done: Event,
     /// After the aux' copy, beside the h stage (not witness-only).
     pub(super) scalars_h2d: Event,
     /// Around the A and B scalars' copies, beside the MSMs (not witness-only).
@@ -130,7 +135,13 @@ pub(super) fn event() -> Result<Event> {
 impl PartitionEvents {
     pub(super) fn new() -> Result<Self> {
         let ntt = [event()?, event()?, event()?];
-        let msm = [event()?, event()?, event()?, event()?, event()?];
+        let msm = [
+            [event()?, event()?],
+            [event()?, event()?],
+            [event()?, event()?],
+            [event()?, event()?],
+            [event()?, event()?],
+        ];
         Ok(PartitionEvents {
             start: event()?,
             h2d: event()?,
@@ -138,6 +149,7 @@ impl PartitionEvents {
             ntt,
             gathered: event()?,
             msm,
+            msms_done: event()?,
             scalars_h2d: event()?,
             ab_h2d: [event()?, event()?],
         })
@@ -161,24 +173,30 @@ impl PartitionEvents {
         Ok(())
     }
 
+    /// Runs `msm`, the `i`th MSM, between its events on `stream`, where it runs.
+    pub(super) fn around<T>(&self, i: usize, stream: &Stream, msm: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.msm[i][0].record(stream).map_err(from_cust)?;
+        let sum = msm()?;
+        self.msm[i][1].record(stream).map_err(from_cust)?;
+        Ok(sum)
+    }
+
     /// Adds the MSMs (and, for `source` evaluated, the A and B scalars' copies) to `t`, and
-    /// the partition's device interval measured from `epoch`, once its events are done.
+    /// the partition's device interval measured from `epoch`, once its events are done. The
+    /// witness's MSMs may have run beside the H MSM: their sum is then more than the interval.
     pub(super) fn add_msms(&self, epoch: &Event, source: AbcSource<'_>, t: &mut PartitionTimings) -> Result<()> {
         if let AbcSource::Evaluated(_) = source {
             t.h2d += elapsed(&self.ab_h2d[0], &self.ab_h2d[1])?;
         }
-        let m = &self.msm;
-        let steps = MsmSteps {
-            h: elapsed(&self.gathered, &m[0])?,
-            l: elapsed(&m[0], &m[1])?,
-            a: elapsed(&m[1], &m[2])?,
-            b_g1: elapsed(&m[2], &m[3])?,
-            b_g2: elapsed(&m[3], &m[4])?,
-        };
+        let m = |i: usize| elapsed(&self.msm[i][0], &self.msm[i][1]);
+        let steps = MsmSteps { h: m(0)?, l: m(1)?, a: m(2)?, b_g1: m(3)?, b_g2: m(4)? };
         t.msm += steps.total();
         t.msm_steps = steps;
+        for (i, start) in t.witness_msm_starts.iter_mut().enumerate() {
+            *start = elapsed(&self.msm[0][0], &self.msm[i + 1][0])?;
+        }
         t.device_start = elapsed(epoch, &self.start)?;
-        t.device_end = elapsed(epoch, &m[4])?;
+        t.device_end = elapsed(epoch, &self.msms_done)?;
         Ok(())
     }
 }

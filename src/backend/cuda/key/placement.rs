@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::{g1_msm_lengths, key_bytes, DeviceKey, HostKey, KeyPlacement};
 use crate::backend::cuda::device::Gpu;
+use crate::backend::cuda::ffi::memory_info;
 use crate::backend::cuda::ffi::msm::{G1, G2};
 use crate::backend::cuda::msm::{check_sort_limits, plan_window_bits, MsmScratch};
 use crate::backend::cuda::r1cs::{device_bytes, streamed_bytes, DeviceR1cs};
@@ -48,6 +49,12 @@ pub(crate) struct HeldKey {
     pub(crate) bases: DeviceKey,
     pub(crate) r1cs: Option<DeviceR1cs>,
     pub(crate) scratch: MsmScratch,
+    /// The witness's MSMs' (L, A, B) own scratch for their splits, when the bases are
+    /// resident and sorted whole and it fits beside them: they are then split on the side
+    /// stream while the H MSM's plan and sums run on the kernels' stream.
+    pub(crate) witness_scratch: Option<MsmScratch>,
+    /// The device memory it takes.
+    pub(crate) witness_scratch_bytes: usize,
 }
 
 /// Places `key`'s recorded constraints (see [`Recording`]) and its bases (see
@@ -74,7 +81,11 @@ pub(crate) fn place(gpu: &Gpu, key: HostKey<'_>) -> Result<HeldKey> {
                 if recording == Recording::Absent && source.is_some() {
                     log::warn!("the recorded constraints do not fit on the device: circuits are synthesized in full");
                 }
-                return Ok(HeldKey { bases: bases?, r1cs, scratch });
+                let bases = bases?;
+                let free = memory_info()?.0;
+                let witness_scratch = witness_scratch(gpu, key, bases.placement())?;
+                let witness_scratch_bytes = free.saturating_sub(memory_info()?.0);
+                return Ok(HeldKey { bases, r1cs, scratch, witness_scratch, witness_scratch_bytes });
             }
         }
     }
@@ -223,6 +234,34 @@ fn largest_chunk<T>(longest: usize, mut fits: impl FnMut(usize) -> Result<T>) ->
             Err(Error::DeviceOutOfMemory { .. }) if chunk > MIN_STREAMED_CHUNK => chunk /= 2,
             fitted => return fitted,
         }
+    }
+}
+
+/// The witness's MSMs' own scratch (see [`HeldKey::witness_scratch`]) for bases placed so:
+/// the split's rooms for L, A and B, when the bases are resident and sorted whole and it fits
+/// with as much again left free. It is the one optional buffer, so it keeps clear of a full
+/// device: the driver sizes the kernels' local memory at their first launch, and a backend
+/// that left it none would fail its first partition.
+///
+/// # Errors
+/// [`Error::Cuda`]; not [`Error::DeviceOutOfMemory`], which gives `None`.
+fn witness_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement) -> Result<Option<MsmScratch>> {
+    if !matches!(placement, KeyPlacement::Shifted | KeyPlacement::Resident) {
+        return Ok(None);
+    }
+    let [_, l, a, b] = g1_msm_lengths(&key.shape());
+    let (mut scratch, free) = (MsmScratch::default(), memory_info()?.0);
+    let reserved = scratch
+        .reserve_split::<G1>(l.max(a).max(b))
+        .and_then(|()| scratch.reserve_split::<G2>(b))
+        .and_then(|()| gpu.budget.check(free.saturating_sub(memory_info()?.0)));
+    match reserved {
+        Ok(()) => Ok(Some(scratch)),
+        Err(e @ Error::DeviceOutOfMemory { .. }) => {
+            log::info!("no room for the witness's MSMs' own scratch ({e}): they follow the H MSM");
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -23,8 +23,8 @@ mod split;
 mod window;
 
 pub(crate) use bases::{copies, Bases, DeviceBases};
-pub(crate) use plan::{check_sort_limits, window_range};
-pub(crate) use schedule::Msms;
+pub(crate) use plan::{check_sort_limits, window_range, Plan};
+pub(crate) use schedule::{Msms, Summing};
 pub(crate) use scratch::MsmScratch;
 pub(crate) use window::plan_window_bits;
 pub use window::{shifted_window_bits, window_bits};

@@ -1,13 +1,15 @@
 //! What the MSMs of a partition run with, and in what order: over resident bases one plan of
 //! the scalars (shared by the B query's G1 and G2 MSMs when it fits both), or one a chunk of
 //! points at a time when the scratch holds only a chunk's; over streamed bases chunk by chunk
-//! through two device slots, the copy of chunk j+1 overlapping the sums of chunk j.
+//! through two device slots, the copy of chunk j+1 overlapping the sums of chunk j. An MSM
+//! over bases sorted whole may also be [started](Msms::start) and its sum read later, while
+//! other MSMs run on another stream with scratch of their own.
 
 use blstrs::Scalar;
 use cust::stream::Stream;
 use group::Group as _;
 
-use super::bases::Bases;
+use super::bases::{Bases, DeviceBases};
 use super::combine;
 use super::plan::{digits_for, levels, window_range, Plan};
 use super::scratch::MsmScratch;
@@ -16,13 +18,24 @@ use crate::backend::cuda::ffi::msm::{Group, MsmKernels};
 use crate::backend::cuda::ffi::{download, mark, upload, wait_for, DeviceVec, InFlight, Staging};
 use crate::error::Result;
 
+/// An MSM done, or [started](Msms::start): its sums' kernels enqueued, the sum read by
+/// [`Msms::sum_of`].
+pub(crate) enum Summing<P> {
+    Done(P),
+    Started(Plan),
+}
+
 /// What the MSMs of a backend run with.
+#[derive(Clone, Copy)]
 pub(crate) struct Msms<'a> {
     pub(crate) kernels: &'a MsmKernels,
     pub(crate) stream: &'a Stream,
     pub(crate) copies: &'a Stream,
     pub(crate) staging: &'a Staging,
     pub(crate) scratch: &'a MsmScratch,
+    /// Whether [`witness_msm`](Self::witness_msm) tries the split: not after it declined
+    /// the same scalars beside the H MSM.
+    pub(crate) split: bool,
 }
 
 impl Msms<'_> {
@@ -52,14 +65,57 @@ impl Msms<'_> {
         bases: (&DeviceVec<G::Affine>, usize),
         sums: &DeviceVec<G::Projective>,
     ) -> Result<G::Projective> {
-        let buckets = &plan.buckets;
-        self.kernels.sum::<G>(self.stream, self.scratch.buffers(), (buckets, plan.segment), bases, sums)?;
-        let mut host = vec![G::Projective::identity(); buckets.sets()];
+        self.kernels.sum::<G>(self.stream, self.scratch.buffers(), (&plan.buckets, plan.segment), bases, sums)?;
+        self.finish::<G>(plan, sums)
+    }
+
+    /// The sum whose bucket sets' sums `plan`'s kernels write into `sums`, once the stream
+    /// is done with them.
+    fn finish<G: Group>(&self, plan: &Plan, sums: &DeviceVec<G::Projective>) -> Result<G::Projective> {
+        let mut host = vec![G::Projective::identity(); plan.buckets.sets()];
         download(self.stream, self.staging, sums, &mut host, true)?.wait()?;
-        Ok(match buckets.digits.shared {
+        Ok(match plan.buckets.digits.shared {
             Some(_) => host[0], // the windows were shifted into one set
             None => combine::<G>(&host, plan.c()),
         })
+    }
+
+    /// The sum of an MSM done or started on this stream (into `sums`), once it is done.
+    pub(crate) fn sum_of<G: Group>(
+        &self,
+        summing: Summing<G::Projective>,
+        sums: &DeviceVec<G::Projective>,
+    ) -> Result<G::Projective> {
+        match summing {
+            Summing::Done(sum) => Ok(sum),
+            Summing::Started(plan) => self.finish::<G>(&plan, sums),
+        }
+    }
+
+    /// Starts Σ scalarsᵢ·basesᵢ for i < n over `bases` sorted whole (n ≤ their
+    /// [`plan_points`](super::DeviceBases::plan_points)): the plan, then its sums' kernels
+    /// into `sums`, not waited for ([`sum_of`](Self::sum_of) reads the sum). So another
+    /// stream's work goes on beside the sums.
+    ///
+    /// # Panics
+    /// If n is more than the bases' plan points.
+    pub(crate) fn start<G: Group>(
+        &self,
+        scalars: &DeviceVec<Scalar>,
+        n: usize,
+        bases: &DeviceBases<G::Affine>,
+        sums: &DeviceVec<G::Projective>,
+    ) -> Result<Summing<G::Projective>> {
+        assert!(n <= bases.plan_points, "{n} points sorted whole, {} at most", bases.plan_points);
+        let plan = self.plan(scalars, 0..n, bases.plan_for(n))?;
+        self.kernels.sum::<G>(
+            self.stream,
+            self.scratch.buffers(),
+            (&plan.buckets, plan.segment),
+            (&bases.points, 0),
+            sums,
+        )?;
+        Ok(Summing::Started(plan))
     }
 
     /// Σ scalarsᵢ·basesᵢ for i < n. Resident bases take one plan (or `reuse`, the plan of the

@@ -30,7 +30,7 @@ pub(crate) const SPLIT_SHARE: usize = 16;
 impl Msms<'_> {
     /// Σ scalarsᵢ·basesᵢ for i < n of a witness's scalars (the L, A and B MSMs'), which may
     /// be mostly 0 and 1: [split](Self::split), unless `reuse` brings the plan of these
-    /// scalars (they were not split for the other group); over resident bases at once, over
+    /// scalars (they were not split for the other group) or the split declined them before; over resident bases at once, over
     /// streamed ones a chunk at a time as each is copied up; else, or when the split
     /// declines, as [`msm`](Self::msm). Returns the sum, the plan for the next group (`None`
     /// when split) and whether it was split (every chunk, when streamed).
@@ -43,8 +43,8 @@ impl Msms<'_> {
         reuse: Option<Plan>,
     ) -> Result<(G::Projective, Option<Plan>, bool)> {
         match (bases, &reuse) {
-            (Bases::Resident(resident), None) => {
-                if let Some(sum) = self.split::<G>((scalars, 0..n), &resident.points, sums)? {
+            (Bases::Resident(_), None) if self.split => {
+                if let Some(sum) = self.split_resident::<G>(scalars, n, bases, sums)? {
                     return Ok((sum, None, true));
                 }
             }
@@ -57,6 +57,21 @@ impl Msms<'_> {
         }
         let (sum, plan) = self.msm::<G>(scalars, n, bases, sums, reuse)?;
         Ok((sum, plan, false))
+    }
+
+    /// Σ scalarsᵢ·basesᵢ for i < n [split](Self::split) over resident bases; `None` when
+    /// the split declines or the bases are streamed.
+    pub(crate) fn split_resident<G: Group>(
+        &self,
+        scalars: &DeviceVec<Scalar>,
+        n: usize,
+        bases: Bases<'_, G::Affine>,
+        sums: &DeviceVec<G::Projective>,
+    ) -> Result<Option<G::Projective>> {
+        match bases {
+            Bases::Resident(resident) => self.split::<G>((scalars, 0..n), &resident.points, sums),
+            Bases::Streamed { .. } => Ok(None),
+        }
     }
 
     /// Σ scalarsᵢ·pointsᵢ₋ₛ for i in `range` (s its start), split by value (see the module
