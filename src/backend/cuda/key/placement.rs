@@ -82,9 +82,10 @@ pub(crate) fn place(gpu: &Gpu, key: HostKey<'_>) -> Result<HeldKey> {
                     log::warn!("the recorded constraints do not fit on the device: circuits are synthesized in full");
                 }
                 let bases = bases?;
-                let free = memory_info()?.0;
-                let witness_scratch = witness_scratch(gpu, key, bases.placement())?;
-                let witness_scratch_bytes = free.saturating_sub(memory_info()?.0);
+                let (witness_scratch, witness_scratch_bytes) = match witness_scratch(gpu, key, bases.placement())? {
+                    Some((witness, bytes)) => (Some(witness), bytes),
+                    None => (None, 0),
+                };
                 return Ok(HeldKey { bases, r1cs, scratch, witness_scratch, witness_scratch_bytes });
             }
         }
@@ -241,22 +242,22 @@ fn largest_chunk<T>(longest: usize, mut fits: impl FnMut(usize) -> Result<T>) ->
 /// the split's rooms for L, A and B, when the bases are resident and sorted whole and it fits
 /// with as much again left free. It is the one optional buffer, so it keeps clear of a full
 /// device: the driver sizes the kernels' local memory at their first launch, and a backend
-/// that left it none would fail its first partition.
+/// that left it none would fail its first partition. Returns it with the device memory it
+/// takes.
 ///
 /// # Errors
 /// [`Error::Cuda`]; not [`Error::DeviceOutOfMemory`], which gives `None`.
-fn witness_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement) -> Result<Option<MsmScratch>> {
+fn witness_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement) -> Result<Option<(MsmScratch, usize)>> {
     if !matches!(placement, KeyPlacement::Shifted | KeyPlacement::Resident) {
         return Ok(None);
     }
-    let [_, l, a, b] = g1_msm_lengths(&key.shape());
     let (mut scratch, free) = (MsmScratch::default(), memory_info()?.0);
-    let reserved = scratch
-        .reserve_split::<G1>(l.max(a).max(b))
-        .and_then(|()| scratch.reserve_split::<G2>(b))
-        .and_then(|()| gpu.budget.check(free.saturating_sub(memory_info()?.0)));
+    let reserved = reserve_witness_splits(&mut scratch, key, usize::MAX).and_then(|()| {
+        let bytes = free.saturating_sub(memory_info()?.0);
+        gpu.budget.check(bytes).map(|()| bytes)
+    });
     match reserved {
-        Ok(()) => Ok(Some(scratch)),
+        Ok(bytes) => Ok(Some((scratch, bytes))),
         Err(e @ Error::DeviceOutOfMemory { .. }) => {
             log::info!("no room for the witness's MSMs' own scratch ({e}): they follow the H MSM");
             Ok(None)
@@ -280,12 +281,18 @@ fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch
     for n in lengths.map(|len| len.min(chunk)) {
         scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
     }
-    let [_, l, a, b] = lengths; // the B scalars, for G2 too
-    let b_plan = b.min(chunk);
+    let b_plan = lengths[3].min(chunk); // the B scalars, for G2 too
     scratch.reserve::<G2>(b_plan, plan_window_bits(b_plan, shifted), shifted)?;
-    scratch.reserve_split::<G1>(l.max(a).max(b).min(split))?;
-    scratch.reserve_split::<G2>(b.min(split))?;
+    reserve_witness_splits(scratch, key, split)?;
     gpu.budget.check(0)
+}
+
+/// The split's rooms in `scratch` for the witness's MSMs of `key` (L, A and B in G1, B in
+/// G2), each split `most` points at a time at most.
+fn reserve_witness_splits(scratch: &mut MsmScratch, key: HostKey<'_>, most: usize) -> Result<()> {
+    let [_, l, a, b] = g1_msm_lengths(&key.shape());
+    scratch.reserve_split::<G1>(l.max(a).max(b).min(most))?;
+    scratch.reserve_split::<G2>(b.min(most))
 }
 
 #[cfg(test)]

@@ -30,9 +30,9 @@ pub(crate) const SPLIT_SHARE: usize = 16;
 impl Msms<'_> {
     /// Σ scalarsᵢ·basesᵢ for i < n of a witness's scalars (the L, A and B MSMs'), which may
     /// be mostly 0 and 1: [split](Self::split), unless `reuse` brings the plan of these
-    /// scalars (they were not split for the other group) or the split declined them before; over resident bases at once, over
-    /// streamed ones a chunk at a time as each is copied up; else, or when the split
-    /// declines, as [`msm`](Self::msm). Returns the sum, the plan for the next group (`None`
+    /// scalars (they were not split for the other group) or the split declined them before;
+    /// over resident bases at once, over streamed ones a chunk at a time as each is copied
+    /// up; else, or when the split declines, as [`msm`](Self::msm). Returns the sum, the plan for the next group (`None`
     /// when split) and whether it was split (every chunk, when streamed).
     pub(crate) fn witness_msm<G: Group>(
         &self,
