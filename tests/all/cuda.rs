@@ -502,20 +502,28 @@ fn proofs_from(
 
 #[test]
 #[ignore = "needs a CUDA device"]
-fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
+fn keys_shifted_shifted_h_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let key = key(16);
     let device = CudaDevice::open(0).unwrap();
     let (shifted, report) = proofs_on(&device, &key, 4).unwrap();
     assert_eq!(report.key_placement, KeyPlacement::Shifted);
     assert!(report.shifted_bytes > 10 * report.key_bytes, "{report:?}");
-    // Room for everything but half the shifted copies: the bases alone.
-    let bases_only = report.backend_bytes - report.shifted_bytes / 2;
+    // Room for everything but half the shifted copies: the H MSM's alone (about a sixth of
+    // them: its bases are a quarter of the G1 ones, and a G2 base takes two G1 bases' room).
+    let h_only = report.backend_bytes - (report.shifted_bytes - report.key_bytes) / 2;
+    let (shifted_h, part) = proofs_on(&device.clone().with_memory_limit(h_only), &key, 4).unwrap();
+    assert_eq!(part.key_placement, KeyPlacement::ShiftedH, "{part:?}");
+    assert!(part.backend_bytes <= h_only, "{part:?}, limit {h_only}");
+    assert!(part.shifted_bytes > 2 * part.key_bytes && 3 * part.shifted_bytes < report.shifted_bytes, "{part:?}");
+    // Room for everything but half the H MSM's copies: the bases alone.
+    let bases_only = part.backend_bytes - (part.shifted_bytes - part.key_bytes) / 2;
     let (resident, plain) = proofs_on(&device.clone().with_memory_limit(bases_only), &key, 4).unwrap();
     assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
     assert!(plain.backend_bytes <= bases_only && plain.shifted_bytes == 0, "{plain:?}, limit {bases_only}");
-    // Both have room for the witness's MSMs' own scratch: they ran beside the H MSM. Half of
-    // it less: they follow it.
-    assert!(report.witness_scratch_bytes > 0 && plain.witness_scratch_bytes > 0, "{report:?}\n{plain:?}");
+    // All three have room for the witness's MSMs' own scratch: they ran beside the H MSM.
+    // Half of it less: they follow it.
+    let witness_scratch = [&report, &part, &plain].map(|r| r.witness_scratch_bytes);
+    assert!(witness_scratch.iter().all(|&b| b > 0), "{report:?}\n{part:?}\n{plain:?}");
     let sorts_whole = plain.backend_bytes - plain.witness_scratch_bytes;
     let after_h = sorts_whole + plain.witness_scratch_bytes / 2;
     let (one_stream, alone) = proofs_on(&device.clone().with_memory_limit(after_h), &key, 4).unwrap();
@@ -535,26 +543,33 @@ fn keys_shifted_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(no_scratch), &key, 4).unwrap();
     let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
     assert!(chunk < key.domain_size() && limited.backend_bytes <= no_scratch, "{limited:?}, limit {no_scratch}");
-    println!("shifted {report:?}\nresident {plain:?}\nin chunks {chunked:?}\nstreamed {limited:?}");
+    println!("shifted {report:?}\nH shifted {part:?}\nresident {plain:?}\nin chunks {chunked:?}\nstreamed {limited:?}");
     let cpu = Prover::new(key.clone(), Config::default()).unwrap();
     let on_cpu = cpu
         .prove_with_randomness((0..4).map(|i| (chain(16, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect())
         .unwrap();
-    for (i, (((((h, r), o), k), s), c)) in
-        shifted.iter().zip(&resident).zip(&one_stream).zip(&in_chunks).zip(&streamed).zip(&on_cpu).enumerate()
-    {
+    let placed = [&shifted, &shifted_h, &resident, &one_stream, &in_chunks, &streamed];
+    for (i, c) in on_cpu.iter().enumerate() {
         let c = c.as_ref().unwrap();
+        let [h, p, r, o, k, s] = placed.map(|proofs| &proofs[i]);
         assert_eq!(h, c, "job {i}: the shifted key's proof differs from the CPU's");
+        assert_eq!(p, c, "job {i}: the proof of the key with the H MSM's bases alone shifted differs from the CPU's");
         assert_eq!(r, c, "job {i}: the resident key's proof differs from the CPU's");
         assert_eq!(o, c, "job {i}: the resident key's proof, the MSMs on one stream, differs from the CPU's");
         assert_eq!(k, c, "job {i}: the proof of the key sorted in chunks differs from the CPU's");
         assert_eq!(s, c, "job {i}: the streamed key's proof differs from the CPU's");
     }
-    // The same four placements, the bases read from the key's file by the backend.
+    // The same five placements, the bases read from the key's file by the backend.
     let path = std::env::temp_dir().join(format!("pinprove-{}-placements.params", std::process::id()));
     key.write(std::fs::File::create(&path).unwrap()).unwrap();
     let file = pinprove::KeyFile::open(&path, pinprove::Check::OnCurve).unwrap();
-    let limits = [(None, report), (Some(bases_only), plain), (Some(less), chunked), (Some(no_scratch), limited)];
+    let limits = [
+        (None, report),
+        (Some(h_only), part),
+        (Some(bases_only), plain),
+        (Some(less), chunked),
+        (Some(no_scratch), limited),
+    ];
     for (limit, placement) in limits {
         let device = limit.map_or(device.clone(), |l| device.clone().with_memory_limit(l));
         let (proofs, from_file) = proofs_from(&device, file.clone(), 16, 4).unwrap();

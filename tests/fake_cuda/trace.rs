@@ -1,10 +1,10 @@
 //! The CUDA backend's host side driven through every path that launches kernels, for
 //! `tests/fake_cuda/run.sh`, which runs it under a fake driver without a GPU: transforms
 //! 2^0..2^12; G1 and G2 MSMs over plain and shifted bases at several sizes and windows;
-//! dense, sparse and sha256 keys placed shifted, resident (under a memory limit), resident
-//! and sorted in chunks (a byte less) and streamed (a smaller one), each proving a partition;
-//! recorded constraints resident and streamed in chunks; a key read from its file, placed
-//! the four ways, and with its
+//! dense, sparse and sha256 keys placed shifted, the H MSM's alone shifted and resident (under
+//! memory limits), resident and sorted in chunks (a byte less) and streamed (a smaller one),
+//! each proving a partition; recorded constraints resident and streamed in chunks; a key read
+//! from its file, placed the five ways, and with its
 //! recording's file; MSMs split by value
 //! (with the fake's readbacks set to k, `run.sh`'s READ, a split of k ones and k others).
 //! `TRACE_PART` picks parts: ntt, small, large (2^14 MSMs), keys, files, split. Its results are not checked (the fake
@@ -152,22 +152,27 @@ fn prove(gpu: &mut CudaBackend, w: &mut Witness) {
     gpu.msm(w, &mut t).unwrap();
 }
 
-/// No memory limit (shifted bases), then one that leaves the bases alone, then one that
-/// streams them.
+/// No memory limit (shifted bases), then one that leaves the H MSM's alone shifted, one that
+/// leaves the bases alone, one that sorts them in chunks, and one that streams them.
 fn limits(device: &CudaDevice, key: &pinprove::ProvingKey) -> Vec<Option<usize>> {
+    // Room for the report's placement less half of its bases' shifted copies.
+    let fewer_copies =
+        |r: &pinprove::backend::cuda::DeviceReport| r.backend_bytes - (r.shifted_bytes - r.key_bytes) / 2;
     device.backend(key).unwrap();
-    let r = device.report();
-    let resident = device.clone().with_memory_limit(r.backend_bytes - r.shifted_bytes / 2);
+    let h_only = fewer_copies(&device.report());
+    let part = device.clone().with_memory_limit(h_only);
+    part.backend(key).unwrap();
+    let bases_only = fewer_copies(&part.report());
+    let resident = device.clone().with_memory_limit(bases_only);
     resident.backend(key).unwrap();
     let plain = resident.report();
     // Less room than the bases' whole-MSM scratch (the witness's own is not needed).
     let in_chunks = plain.backend_bytes - plain.witness_scratch_bytes - 1;
-    let bases_only = r.backend_bytes - r.shifted_bytes / 2;
     // The least room in which a backend is made, a quarter key at a time above the
     // partition's bytes: the bases streamed.
     let streamed = (1..)
         .map(|quarters| plain.partition_bytes + plain.key_bytes * quarters / 4)
         .find(|&limit| device.clone().with_memory_limit(limit).backend(key).is_ok())
         .expect("some room fits");
-    vec![None, Some(bases_only), Some(in_chunks), Some(streamed)]
+    vec![None, Some(h_only), Some(bases_only), Some(in_chunks), Some(streamed)]
 }

@@ -30,8 +30,9 @@ pub struct DeviceReport {
     pub key_bytes: usize,
     /// Where the backend keeps them.
     pub key_placement: KeyPlacement,
-    /// Bytes of the bases and their shifted copies on the device (placement
-    /// [`Shifted`](KeyPlacement::Shifted); otherwise zero).
+    /// Bytes of the bases and their shifted copies on the device (placements
+    /// [`Shifted`](KeyPlacement::Shifted) and [`ShiftedH`](KeyPlacement::ShiftedH); otherwise
+    /// zero).
     pub shifted_bytes: usize,
     /// Wall time of uploading them (from pinned staging chunks) and making their shifted
     /// copies or, streamed, of pinning their host copy.
@@ -97,11 +98,12 @@ impl CudaDevice {
 
     /// This device with at most `bytes` of its memory for each backend made from it (the
     /// device is shared with other work, or to try other placements): a key whose shifted
-    /// bases do not fit beside a partition's buffers is [resident](KeyPlacement::Resident),
-    /// one whose bases fit but not a whole MSM's sort beside them is
-    /// [resident, sorted in chunks](KeyPlacement::ResidentInChunks), one whose bases do not
-    /// fit is [streamed](KeyPlacement::Streamed), and a backend whose partition buffers
-    /// alone do not fit is refused with [`Error::DeviceOutOfMemory`].
+    /// bases do not fit beside a partition's buffers has [only the H MSM's
+    /// shifted](KeyPlacement::ShiftedH) or is [resident](KeyPlacement::Resident), one whose
+    /// bases fit but not a whole MSM's sort beside them is [resident, sorted in
+    /// chunks](KeyPlacement::ResidentInChunks), one whose bases do not fit is
+    /// [streamed](KeyPlacement::Streamed), and a backend whose partition buffers alone do not
+    /// fit is refused with [`Error::DeviceOutOfMemory`].
     pub fn with_memory_limit(mut self, bytes: usize) -> Self {
         self.memory_limit = Some(bytes);
         self

@@ -125,10 +125,10 @@ impl CudaBackend {
         let (free, total) = memory_info()?;
         let mut report = device.report.lock();
         let (bases, r1cs) = (&self.held.bases, self.held.r1cs.as_ref());
-        let shifted = bases.placement() == KeyPlacement::Shifted;
-        report.key_bytes = key_bytes(points, self.lengths, false);
-        report.shifted_bytes = if shifted { key_bytes(points, self.lengths, true) } else { 0 };
-        report.key_placement = bases.placement();
+        let placement = bases.placement();
+        report.key_bytes = key_bytes(points, self.lengths, KeyPlacement::Resident);
+        report.shifted_bytes = if placement.shifted(0) { key_bytes(points, self.lengths, placement) } else { 0 };
+        report.key_placement = placement;
         report.r1cs_bytes = r1cs.map_or(0, DeviceR1cs::bytes);
         report.r1cs_chunk = r1cs.and_then(DeviceR1cs::chunk_entries);
         report.key_upload = bases.setup_time();

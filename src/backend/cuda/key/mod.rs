@@ -59,9 +59,9 @@ impl<'a> HostKey<'a> {
 /// Where a backend keeps the proving key's bases, decided when the backend is made
 /// ([`CudaDevice::backend`](super::CudaDevice::backend)), the first that fits in the device
 /// memory (or in [`CudaDevice::with_memory_limit`](super::CudaDevice::with_memory_limit))
-/// beside a partition's buffers and the MSM scratch: shifted, resident, or streamed in the
-/// largest power-of-two chunk whose two buffers and scratch fit. The proofs are the same
-/// either way, bit for bit.
+/// beside a partition's buffers and the MSM scratch: shifted, the H MSM's alone shifted,
+/// resident, resident and sorted in chunks, or streamed in the largest power-of-two chunk
+/// whose two buffers and scratch fit. The proofs are the same either way, bit for bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KeyPlacement {
     /// Every base on the device with its shifted copies, 2^(offset of window w)·P for each
@@ -69,6 +69,11 @@ pub enum KeyPlacement {
     /// windows then share one set of buckets, so the MSMs take wider windows and fewer of
     /// them ([`shifted_window_bits`](super::msm::shifted_window_bits): 12 copies at 2^24 points).
     Shifted,
+    /// Every base on the device, the H MSM's with their shifted copies, the witness's (L, A,
+    /// B) as they are: when the copies of every base do not fit (a 2^26 key on an H200). The
+    /// H MSM's scalars are dense in every circuit, and its copies a quarter of the G1 ones;
+    /// a bit-heavy witness's MSMs are split by value, only their few others planned.
+    ShiftedH,
     /// Every base on the device, uploaded once and read by every partition.
     #[default]
     Resident,
@@ -88,14 +93,26 @@ pub enum KeyPlacement {
     },
 }
 
+impl KeyPlacement {
+    /// Whether the bases of G1 MSM `q` (H, L, A, B, in this order; B's in G2 with B's)
+    /// are on the device with their shifted copies.
+    pub(crate) fn shifted(self, q: usize) -> bool {
+        match self {
+            KeyPlacement::Shifted => true,
+            KeyPlacement::ShiftedH => q == 0,
+            KeyPlacement::Resident | KeyPlacement::ResidentInChunks { .. } | KeyPlacement::Streamed { .. } => false,
+        }
+    }
+}
+
 /// The bases of the five MSMs of a [`ProvingKey`].
 #[derive(Debug)]
 pub(crate) enum DeviceKey {
     Resident {
         g1: [DeviceBases<G1Affine>; 4],
         b_g2: DeviceBases<G2Affine>,
-        /// Points per sort, when the MSMs are sorted a chunk at a time.
-        chunk: Option<usize>,
+        /// Which are shifted, and the points per sort when sorted a chunk at a time.
+        placement: KeyPlacement,
         upload: Duration,
     },
     Streamed {
@@ -108,31 +125,31 @@ pub(crate) enum DeviceKey {
 }
 
 impl DeviceKey {
-    /// Uploads `key`'s bases, and when `shifted` makes their copies for the MSMs of
-    /// `msm_lengths` (H, L, A, B) scalars (the stream is synchronised before this returns);
-    /// plain bases' MSMs are sorted `chunk` points at a time when given.
+    /// Uploads `key`'s bases as `placement` (resident, shifted or not, or sorted in chunks)
+    /// says: the shifted ones with their copies for the MSMs of `msm_lengths` (H, L, A, B)
+    /// scalars (the stream is synchronised before this returns), plain ones' MSMs sorted a
+    /// chunk of points at a time when in chunks.
     pub(crate) fn resident(
         key: HostKey<'_>,
         msm_lengths: [usize; 4],
-        (shifted, chunk): (bool, Option<usize>),
+        placement: KeyPlacement,
         kernels: &MsmKernels,
         (stream, staging): (&Stream, &Staging),
     ) -> Result<Self> {
         let start = Instant::now();
-        let shift = |n| shift_for(shifted, n);
-        let [h, l, a, b] = msm_lengths;
+        let shift = |q: usize| shift_for(placement.shifted(q), msm_lengths[q]);
         let (g1, b_g2) = match key {
             HostKey::Memory(key) => {
-                let g1 = |host: &[G1Affine], n| DeviceBases::upload::<G1>(host, shift(n), kernels, stream, staging);
-                let g1 = [g1(&key.h, h)?, g1(&key.l, l)?, g1(&key.a, a)?, g1(&key.b_g1, b)?];
+                let g1 = |host: &[G1Affine], q| DeviceBases::upload::<G1>(host, shift(q), kernels, stream, staging);
+                let g1 = [g1(&key.h, 0)?, g1(&key.l, 1)?, g1(&key.a, 2)?, g1(&key.b_g1, 3)?];
                 // The B scalars' plan serves G1 and G2 alike: the same window bits.
-                (g1, DeviceBases::upload::<G2>(&key.b_g2, shift(b), kernels, stream, staging)?)
+                (g1, DeviceBases::upload::<G2>(&key.b_g2, shift(3), kernels, stream, staging)?)
             }
             HostKey::File(file) => {
                 let [ph, pl, pa, pb, pb2] = file.lengths();
-                let alloc = |points, n| DeviceBases::alloc(points, shift(n));
-                let g1 = [alloc(ph, h)?, alloc(pl, l)?, alloc(pa, a)?, alloc(pb, b)?];
-                let b_g2 = DeviceBases::alloc(pb2, shift(b))?;
+                let alloc = |points, q| DeviceBases::alloc(points, shift(q));
+                let g1 = [alloc(ph, 0)?, alloc(pl, 1)?, alloc(pa, 2)?, alloc(pb, 3)?];
+                let b_g2 = DeviceBases::alloc(pb2, shift(3))?;
                 if file.raw_points() {
                     let decode = DeviceDecode::new()?;
                     decode.read(file, |batch| match batch.query {
@@ -152,11 +169,13 @@ impl DeviceKey {
                 (g1, b_g2)
             }
         };
-        let (g1, b_g2) = match chunk {
-            Some(chunk) => (g1.map(|bases| bases.in_plans_of(chunk)), b_g2.in_plans_of(chunk)),
-            None => (g1, b_g2),
+        let (g1, b_g2) = match placement {
+            KeyPlacement::ResidentInChunks { chunk } => {
+                (g1.map(|bases| bases.in_plans_of(chunk)), b_g2.in_plans_of(chunk))
+            }
+            _ => (g1, b_g2),
         };
-        Ok(DeviceKey::Resident { g1, b_g2, chunk, upload: start.elapsed() })
+        Ok(DeviceKey::Resident { g1, b_g2, placement, upload: start.elapsed() })
     }
 
     /// Allocates two device chunks of `chunk` points per group and, once `fits` agrees, pins
@@ -226,9 +245,7 @@ impl DeviceKey {
 
     pub(crate) fn placement(&self) -> KeyPlacement {
         match self {
-            DeviceKey::Resident { g1, .. } if g1[0].shifted.is_some() => KeyPlacement::Shifted,
-            DeviceKey::Resident { chunk: Some(chunk), .. } => KeyPlacement::ResidentInChunks { chunk: *chunk },
-            DeviceKey::Resident { .. } => KeyPlacement::Resident,
+            DeviceKey::Resident { placement, .. } => *placement,
             DeviceKey::Streamed { g1_slots, .. } => KeyPlacement::Streamed { chunk: g1_slots[0].len() },
         }
     }
@@ -265,14 +282,14 @@ fn pin_decoded(
     })
 }
 
-/// Bytes of a key's bases (`points` of h, l, a, b_g1 and b_g2), and with `shifted` their
-/// copies for MSMs of `msm_lengths` (H, L, A, B) scalars: what [`DeviceKey::resident`]
-/// allocates.
-pub(crate) fn key_bytes(points: [usize; 5], msm_lengths: [usize; 4], shifted: bool) -> usize {
-    let copies_for = |n| copies(shift_for(shifted, n));
+/// Bytes of a key's bases (`points` of h, l, a, b_g1 and b_g2) placed so, with the copies of
+/// those `placement` shifts for MSMs of `msm_lengths` (H, L, A, B) scalars: what
+/// [`DeviceKey::resident`] allocates.
+pub(crate) fn key_bytes(points: [usize; 5], msm_lengths: [usize; 4], placement: KeyPlacement) -> usize {
+    let copies_for = |q: usize| copies(shift_for(placement.shifted(q), msm_lengths[q]));
     let g1 = std::mem::size_of::<G1Affine>();
-    let bases: usize = points[..4].iter().zip(msm_lengths).map(|(&p, n)| copies_for(n) * p * g1).sum();
-    bases + copies_for(msm_lengths[3]) * points[4] * std::mem::size_of::<G2Affine>()
+    let bases: usize = points[..4].iter().enumerate().map(|(q, &p)| copies_for(q) * p * g1).sum();
+    bases + copies_for(3) * points[4] * std::mem::size_of::<G2Affine>()
 }
 
 /// Points of the four G1 MSMs of `key`: H (the domain less one), L, A, B.
@@ -283,4 +300,32 @@ pub(crate) fn g1_msm_lengths(key: &KeyShape) -> [usize; 4] {
 /// The window bits a key's bases are shifted for, for MSMs of `n` scalars (`None`: plain).
 fn shift_for(shifted: bool, n: usize) -> Option<u32> {
     shifted.then(|| shifted_window_bits(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_h_msms_bases_take_copies_when_it_alone_is_shifted() {
+        // Points of h, l, a, b_g1, b_g2 and the MSMs' scalars, as a 2^20 circuit's key has them.
+        let (points, lengths) =
+            ([(1 << 20) - 1, 900_000, 1_000_000, 700_000, 700_000], [(1 << 20) - 1, 900_000, 1_000_000, 700_000]);
+        let (g1, g2) = (std::mem::size_of::<G1Affine>(), std::mem::size_of::<G2Affine>());
+        let plain = key_bytes(points, lengths, KeyPlacement::Resident);
+        assert_eq!(plain, g1 * points[..4].iter().sum::<usize>() + g2 * points[4]);
+        for p in [KeyPlacement::ResidentInChunks { chunk: 1 << 16 }, KeyPlacement::Streamed { chunk: 1 << 16 }] {
+            assert_eq!(key_bytes(points, lengths, p), plain, "{p:?}");
+        }
+        let h_copies = copies(shift_for(true, lengths[0])) - 1;
+        assert!(h_copies >= 10, "{h_copies}");
+        let h_shifted = key_bytes(points, lengths, KeyPlacement::ShiftedH);
+        assert_eq!(h_shifted, plain + h_copies * points[0] * g1);
+        let all = key_bytes(points, lengths, KeyPlacement::Shifted);
+        assert!(all > h_shifted + 2 * (h_shifted - plain), "{all} {h_shifted} {plain}");
+        let shifted = |p: KeyPlacement| (0..4).map(|q| p.shifted(q)).collect::<Vec<_>>();
+        assert_eq!(shifted(KeyPlacement::ShiftedH), [true, false, false, false]);
+        assert_eq!(shifted(KeyPlacement::Shifted), [true; 4]);
+        assert_eq!(shifted(KeyPlacement::Resident), [false; 4]);
+    }
 }

@@ -1,9 +1,9 @@
 //! The placement policy of a key on a device, within the device memory the backend may take
 //! ([`Budget`]): the recorded constraints first (resident, or streamed a chunk of rows at a
 //! time, with less room for them as long as the bases do not fit beside them), then the
-//! bases with their shifted copies, the bases alone (their MSMs sorted whole, or a chunk at a
-//! time), or the bases streamed from pinned host memory in the largest chunk that fits (see
-//! [`KeyPlacement`]).
+//! bases with their shifted copies, the H MSM's alone with theirs, the bases alone (their MSMs
+//! sorted whole, or a chunk at a time), or the bases streamed from pinned host memory in the
+//! largest chunk that fits (see [`KeyPlacement`]).
 
 use std::cell::OnceCell;
 use std::sync::Arc;
@@ -156,20 +156,24 @@ fn streamed_chunks(r1cs: &Arc<R1cs>, recording: Recording) -> Vec<usize> {
     chunks
 }
 
-/// The bases with their shifted copies, else alone (sorted whole, else in chunks), else
-/// streamed (see [`KeyPlacement`]), with the scratch their MSMs need in `scratch`.
+/// The bases with their shifted copies, else the H MSM's alone with theirs, else the bases
+/// alone (sorted whole, else in chunks), else streamed (see [`KeyPlacement`]), with the
+/// scratch their MSMs need in `scratch`.
 ///
 /// # Errors
 /// [`Error::DeviceOutOfMemory`] when not even streamed bases fit.
 fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<DeviceKey> {
-    let held = match resident_key(gpu, key, true, scratch) {
-        Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
-            log::info!("the key's shifted bases and their scratch do not fit ({e}): the bases alone");
-            *scratch = MsmScratch::default(); // free the shifted plans' room
-            resident_key(gpu, key, false, scratch)
+    let mut held = resident_key(gpu, key, KeyPlacement::Shifted, scratch);
+    for fewer in [KeyPlacement::ShiftedH, KeyPlacement::Resident] {
+        match held {
+            Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
+                log::info!("the key's bases and their scratch do not fit ({e}): placing them {fewer:?}");
+                *scratch = MsmScratch::default(); // free the last try's plans' room
+                held = resident_key(gpu, key, fewer, scratch);
+            }
+            _ => break,
         }
-        held => held,
-    };
+    }
     let held = match held {
         Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
             log::info!("the key's bases and whole-MSM scratch do not fit ({e}): the MSMs sorted in chunks");
@@ -186,31 +190,33 @@ fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<
     }
 }
 
-/// The key's bases on the device, `shifted` or not, with scratch for whole MSMs.
-fn resident_key(gpu: &Gpu, key: HostKey<'_>, shifted: bool, scratch: &mut MsmScratch) -> Result<DeviceKey> {
+/// The key's bases on the device, shifted as `placement` (Shifted, ShiftedH or Resident)
+/// says, with scratch for whole MSMs.
+fn resident_key(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let lengths = g1_msm_lengths(&key.shape());
-    for n in lengths {
+    for (q, n) in lengths.into_iter().enumerate() {
+        let shifted = placement.shifted(q);
         check_sort_limits(n, plan_window_bits(n, shifted), shifted)?;
     }
-    let placement = if shifted { KeyPlacement::Shifted } else { KeyPlacement::Resident };
     reserve_scratch(gpu, key, placement, scratch)?;
-    gpu.budget.check(key_bytes(key.points(), lengths, shifted))?;
-    DeviceKey::resident(key, lengths, (shifted, None), &gpu.msm, (&gpu.stream, &gpu.staging))
+    gpu.budget.check(key_bytes(key.points(), lengths, placement))?;
+    DeviceKey::resident(key, lengths, placement, &gpu.msm, (&gpu.stream, &gpu.staging))
 }
 
 /// The key's bases on the device with scratch for sorts of the largest chunk that fits
 /// beside them ([`largest_chunk`]).
 fn resident_in_chunks(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let lengths = g1_msm_lengths(&key.shape());
-    let bases = key_bytes(key.points(), lengths, false);
+    let bases = key_bytes(key.points(), lengths, KeyPlacement::Resident);
     *scratch = MsmScratch::default();
     gpu.budget.check(bases)?; // not even the bases alone: no chunk helps
-    let chunk = largest_chunk(lengths.into_iter().max().unwrap_or(0), |chunk| {
+    let placement = largest_chunk(lengths.into_iter().max().unwrap_or(0), |chunk| {
         *scratch = MsmScratch::default(); // free the last try's
-        reserve_scratch(gpu, key, KeyPlacement::ResidentInChunks { chunk }, scratch)?;
-        gpu.budget.check(bases).map(|()| chunk)
+        let placement = KeyPlacement::ResidentInChunks { chunk };
+        reserve_scratch(gpu, key, placement, scratch)?;
+        gpu.budget.check(bases).map(|()| placement)
     })?;
-    DeviceKey::resident(key, lengths, (false, Some(chunk)), &gpu.msm, (&gpu.stream, &gpu.staging))
+    DeviceKey::resident(key, lengths, placement, &gpu.msm, (&gpu.stream, &gpu.staging))
 }
 
 /// Streamed bases in the largest chunk whose buffers and scratch fit ([`largest_chunk`]).
@@ -248,7 +254,7 @@ fn largest_chunk<T>(longest: usize, mut fits: impl FnMut(usize) -> Result<T>) ->
 /// # Errors
 /// [`Error::Cuda`]; not [`Error::DeviceOutOfMemory`], which gives `None`.
 fn witness_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement) -> Result<Option<(MsmScratch, usize)>> {
-    if !matches!(placement, KeyPlacement::Shifted | KeyPlacement::Resident) {
+    if !matches!(placement, KeyPlacement::Shifted | KeyPlacement::ShiftedH | KeyPlacement::Resident) {
         return Ok(None);
     }
     let (mut scratch, free) = (MsmScratch::default(), memory_info()?.0);
@@ -271,17 +277,17 @@ fn witness_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement) -> Resu
 /// A and B; `msm/split.rs`), which split resident bases whole and streamed ones a chunk at a
 /// time.
 fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<()> {
-    let shifted = placement == KeyPlacement::Shifted;
     let (chunk, split) = match placement {
         KeyPlacement::Streamed { chunk } => (chunk, chunk),
         KeyPlacement::ResidentInChunks { chunk } => (chunk, usize::MAX),
-        KeyPlacement::Shifted | KeyPlacement::Resident => (usize::MAX, usize::MAX),
+        KeyPlacement::Shifted | KeyPlacement::ShiftedH | KeyPlacement::Resident => (usize::MAX, usize::MAX),
     };
     let lengths = g1_msm_lengths(&key.shape());
-    for n in lengths.map(|len| len.min(chunk)) {
+    for (q, n) in lengths.map(|len| len.min(chunk)).into_iter().enumerate() {
+        let shifted = placement.shifted(q);
         scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
     }
-    let b_plan = lengths[3].min(chunk); // the B scalars, for G2 too
+    let (b_plan, shifted) = (lengths[3].min(chunk), placement.shifted(3)); // the B scalars', for G2 too
     scratch.reserve::<G2>(b_plan, plan_window_bits(b_plan, shifted), shifted)?;
     reserve_witness_splits(scratch, key, split)?;
     gpu.budget.check(0)
