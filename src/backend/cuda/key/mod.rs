@@ -137,7 +137,7 @@ impl DeviceKey {
         (stream, staging): (&Stream, &Staging),
     ) -> Result<Self> {
         let start = Instant::now();
-        let shift = |q: usize| shift_for(placement.shifted(q), msm_lengths[q]);
+        let shift = |q| shift_for(placement, msm_lengths, q);
         let (g1, b_g2) = match key {
             HostKey::Memory(key) => {
                 let g1 = |host: &[G1Affine], q| DeviceBases::upload::<G1>(host, shift(q), kernels, stream, staging);
@@ -286,7 +286,7 @@ fn pin_decoded(
 /// those `placement` shifts for MSMs of `msm_lengths` (H, L, A, B) scalars: what
 /// [`DeviceKey::resident`] allocates.
 pub(crate) fn key_bytes(points: [usize; 5], msm_lengths: [usize; 4], placement: KeyPlacement) -> usize {
-    let copies_for = |q: usize| copies(shift_for(placement.shifted(q), msm_lengths[q]));
+    let copies_for = |q| copies(shift_for(placement, msm_lengths, q));
     let g1 = std::mem::size_of::<G1Affine>();
     let bases: usize = points[..4].iter().enumerate().map(|(q, &p)| copies_for(q) * p * g1).sum();
     bases + copies_for(3) * points[4] * std::mem::size_of::<G2Affine>()
@@ -297,9 +297,10 @@ pub(crate) fn g1_msm_lengths(key: &KeyShape) -> [usize; 4] {
     [key.domain_size() - 1, key.num_aux(), key.a_len(), key.b_len()]
 }
 
-/// The window bits a key's bases are shifted for, for MSMs of `n` scalars (`None`: plain).
-fn shift_for(shifted: bool, n: usize) -> Option<u32> {
-    shifted.then(|| shifted_window_bits(n))
+/// The window bits the bases of G1 MSM `q` (H, L, A, B; B's in G2 with B's) are shifted for
+/// when placed so, for MSMs of `msm_lengths[q]` scalars (`None`: plain).
+fn shift_for(placement: KeyPlacement, msm_lengths: [usize; 4], q: usize) -> Option<u32> {
+    placement.shifted(q).then(|| shifted_window_bits(msm_lengths[q]))
 }
 
 #[cfg(test)]
@@ -317,7 +318,7 @@ mod tests {
         for p in [KeyPlacement::ResidentInChunks { chunk: 1 << 16 }, KeyPlacement::Streamed { chunk: 1 << 16 }] {
             assert_eq!(key_bytes(points, lengths, p), plain, "{p:?}");
         }
-        let h_copies = copies(shift_for(true, lengths[0])) - 1;
+        let h_copies = copies(shift_for(KeyPlacement::Shifted, lengths, 0)) - 1;
         assert!(h_copies >= 10, "{h_copies}");
         let h_shifted = key_bytes(points, lengths, KeyPlacement::ShiftedH);
         assert_eq!(h_shifted, plain + h_copies * points[0] * g1);
