@@ -1,0 +1,46 @@
+#!/bin/bash
+# On the GPU machine: the sha256 chain through pinprove's gadget, witness-only, from the
+# key's and the recording's files made in the call (`peer synth`, `examples/synthesis`), the
+# figures of benches/README: 2^26, 16 proofs (on a device over 100 GB also under
+# `--memory-limit 100`, whose placement is the plain bases', beside the H MSM's shifted
+# copies without it); 2^24, two batches of 64, and the peer's 4 proofs on the same file;
+# 2^27, 16 proofs. Logs under $OUT/logs; the files' own logs gathered into files.txt at each
+# stage's end (the device tool returns few files from a call killed at its limit).
+# Argument: the seconds it may take; a stage that would not finish is left out.
+L=${1:-540}; T0=$(date +%s); left() { echo $((L - ($(date +%s) - T0))); }
+H=.device/head P=.device/peer W=/tmp/sha256 G=$OUT/logs
+mkdir -p "$W/logs" "$G"
+ended() { echo "rc=$? at $(($(date +%s) - T0)) s"; }
+gather() { for f in "$W"/logs/*; do echo "== $f"; cat "$f"; done >"$G/files.txt" 2>&1; }
+key() { $P/peer synth --shape sha256 --lg-m "$1" --out "$W/k$1" >"$W/logs/key$1" 2>&1; ended >>"$W/logs/key$1"; }
+recording() {
+  $H/synthesis --shape sha256-native --lg-m "$1" --threads 1 --rounds 1 --only witness --r1cs "$W/r$1" >"$W/logs/r1cs$1" 2>&1
+  ended >>"$W/logs/r1cs$1"
+}
+ours() { # seconds, K, log name, vs_peer's other flags
+  local t=$1 k=$2 log=$3
+  shift 3
+  timeout "$t" $H/vs_peer --params "$W/k$k" --shape sha256-native --lg-m "$k" --timing 1 --witness-only 1 --key-file 1 \
+    --r1cs "$W/r$k" --threads 16 --warmup 1 "$@" >"$G/$log.txt" 2>&1
+  ended >>"$G/$log.txt"
+}
+{ nvidia-smi; nproc; free -g; df -h /tmp; } >"$G/machine.txt" 2>&1
+gb=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1) # MiB
+key 26 & recording 26 & key 24 & recording 24 &
+wait
+gather
+ours 90 26 v26 --proofs 16
+[ "$gb" -gt 110000 ] && ours 90 26 v26_limit100 --proofs 16 --memory-limit 100
+rm -f "$W/k26" "$W/r26"
+recording 27 &
+[ "$(left)" -gt 100 ] && ours 100 24 v24 --proofs 64 --batches 2
+[ "$(left)" -gt 60 ] && {
+  timeout 50 $P/peer prove --params "$W/k24" --shape sha256 --lg-m 24 --proofs 4 --warmup 1 >"$G/peer24.txt" 2>&1
+  ended >>"$G/peer24.txt"
+}
+rm -f "$W/k24" "$W/r24"
+key 27 &
+wait
+gather
+[ "$(left)" -gt 50 ] && ours $(($(left) - 3)) 27 v27 --proofs 16
+echo "total $(($(date +%s) - T0)) s" >>"$G/machine.txt"
