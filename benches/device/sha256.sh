@@ -25,12 +25,12 @@ ours() { # seconds, K, log name, vs_peer's other flags
   ended >>"$G/$log.txt"
 }
 { nvidia-smi; nproc; free -g; df -h /tmp; } >"$G/machine.txt" 2>&1
-gb=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1) # MiB
+mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 key 26 & recording 26 & key 24 & recording 24 &
 wait
 gather
 ours 90 26 v26 --proofs 16
-[ "$gb" -gt 110000 ] && ours 90 26 v26_limit100 --proofs 16 --memory-limit 100
+[ "$mib" -gt 110000 ] && ours 90 26 v26_limit100 --proofs 16 --memory-limit 100
 rm -f "$W/k26" "$W/r26"
 recording 27 &
 [ "$(left)" -gt 100 ] && ours 100 24 v24 --proofs 64 --batches 2

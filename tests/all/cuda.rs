@@ -508,15 +508,17 @@ fn keys_shifted_shifted_h_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let (shifted, report) = proofs_on(&device, &key, 4).unwrap();
     assert_eq!(report.key_placement, KeyPlacement::Shifted);
     assert!(report.shifted_bytes > 10 * report.key_bytes, "{report:?}");
+    // Room for a report's placement less half of its bases' shifted copies.
+    let fewer_copies = |r: &DeviceReport| r.backend_bytes - (r.shifted_bytes - r.key_bytes) / 2;
     // Room for everything but half the shifted copies: the H MSM's alone (about a sixth of
     // them: its bases are a quarter of the G1 ones, and a G2 base takes two G1 bases' room).
-    let h_only = report.backend_bytes - (report.shifted_bytes - report.key_bytes) / 2;
+    let h_only = fewer_copies(&report);
     let (shifted_h, part) = proofs_on(&device.clone().with_memory_limit(h_only), &key, 4).unwrap();
     assert_eq!(part.key_placement, KeyPlacement::ShiftedH, "{part:?}");
     assert!(part.backend_bytes <= h_only, "{part:?}, limit {h_only}");
     assert!(part.shifted_bytes > 2 * part.key_bytes && 3 * part.shifted_bytes < report.shifted_bytes, "{part:?}");
     // Room for everything but half the H MSM's copies: the bases alone.
-    let bases_only = part.backend_bytes - (part.shifted_bytes - part.key_bytes) / 2;
+    let bases_only = fewer_copies(&part);
     let (resident, plain) = proofs_on(&device.clone().with_memory_limit(bases_only), &key, 4).unwrap();
     assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
     assert!(plain.backend_bytes <= bases_only && plain.shifted_bytes == 0, "{plain:?}, limit {bases_only}");
