@@ -5,7 +5,8 @@
 # `--memory-limit 100`, whose placement is the plain bases', beside the H MSM's shifted
 # copies without it); 2^24, two batches of 64, and the peer's 4 proofs on the same file;
 # 2^27, 16 proofs. Logs under $OUT/logs; the files' own logs gathered into files.txt at each
-# stage's end (the device tool returns few files from a call killed at its limit).
+# stage's end (the device tool returns few files from a call killed at its limit). The 2^27
+# recording (one thread) is made while the 2^24 rows and the peer's run, to fit the call.
 # Argument: the seconds it may take; a stage that would not finish is left out.
 L=${1:-540}; T0=$(date +%s); left() { echo $((L - ($(date +%s) - T0))); }
 H=.device/head P=.device/peer W=/tmp/sha256 G=$OUT/logs
