@@ -82,21 +82,21 @@ g16_scan_add(uint32_t* out, uint32_t len, const uint32_t* tile_offsets)
 // ---- MSM buckets, shared by G1 and G2 (msm/buckets.cuh)
 
 extern "C" __global__ void g16_msm_count(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                         uint32_t window_keys, uint32_t* counts, uint32_t* digits)
-{   msm_count(scalars, n, c, windows, window_keys, counts, digits);   }
+                                         uint32_t copies, uint32_t* counts, uint32_t* digits)
+{   msm_count(scalars, n, c, windows, copies, counts, digits);   }
 
-extern "C" __global__ void g16_msm_scatter(const uint32_t* digits, uint32_t n, uint32_t window_points,
-                                           uint32_t* cursor, uint32_t* entries)
-{   msm_scatter(digits, n, window_points, cursor, entries);   }
+extern "C" __global__ void g16_msm_scatter(const uint32_t* digits, uint32_t n, uint32_t group,
+                                           uint32_t copy_points, uint32_t* cursor, uint32_t* entries)
+{   msm_scatter(digits, n, group, copy_points, cursor, entries);   }
 
 extern "C" __global__ void g16_msm_bin_starts(const uint32_t* off, uint32_t shift, uint32_t bins,
                                               uint32_t* bin_cursor)
 {   msm_bin_starts(off, shift, bins, bin_cursor);   }
 
 extern "C" __global__ void __launch_bounds__(BIN_THREADS)
-g16_msm_bin(const uint32_t* digits, uint32_t n, uint32_t windows, uint32_t window_points, uint32_t shift,
-            uint32_t bins, uint32_t* bin_cursor, uint2* binned)
-{   msm_bin(digits, n, windows, window_points, shift, bins, bin_cursor, binned);   }
+g16_msm_bin(const uint32_t* digits, uint32_t n, uint32_t windows, uint32_t group, uint32_t copy_points,
+            uint32_t shift, uint32_t bins, uint32_t* bin_cursor, uint2* binned)
+{   msm_bin(digits, n, windows, group, copy_points, shift, bins, bin_cursor, binned);   }
 
 extern "C" __global__ void g16_msm_place(const uint2* binned, uint32_t total, uint32_t regions, uint32_t region,
                                          uint32_t* cursor, uint32_t* entries)

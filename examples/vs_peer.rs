@@ -211,7 +211,7 @@ fn print_setup(prover: &Prover, report: &DeviceReport, what: String, loaded: Str
         peak_rss() as f64 / 1e9,
     );
     let (bases, streamed) = match report.key_placement {
-        KeyPlacement::Shifted | KeyPlacement::ShiftedH => (report.shifted_bytes, ""),
+        KeyPlacement::Shifted | KeyPlacement::ShiftedH { .. } => (report.shifted_bytes, ""),
         KeyPlacement::Resident | KeyPlacement::ResidentInChunks { .. } => (report.key_bytes, ""),
         KeyPlacement::Streamed { .. } => (0, ", the streamed bases' chunks"),
     };

@@ -97,7 +97,7 @@ pub mod internal {
     #[cfg(feature = "cuda")]
     pub mod cuda {
         pub use crate::backend::cuda::hooks::{BasesLayout, Bench, G1Bases, G2Bases, MsmRun, SplitRun};
-        pub use crate::backend::cuda::msm::{shifted_window_bits, window_bits};
+        pub use crate::backend::cuda::msm::{copies_window_bits, shifted_window_bits, window_bits};
         pub use crate::backend::cuda::ntt::Transform;
     }
 }

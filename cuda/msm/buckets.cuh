@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //
 // MSM, step 1: which bucket each point goes to. Each scalar, out of Montgomery form, is cut
-// into `windows` signed digits that share its 256 bits as evenly as they can: the first
-// `wide` = 256 − windows·(c − 1) windows take c bits, the others c − 1 (so the top window is
-// no narrower than the rest, and its buckets no fuller). Booth-style, a digit above half its
-// range, 2^(width−1), becomes digit − 2^width with a carry into the next window, so
-// |digit| ≤ 2^(width−1), and a scalar below 2^255 leaves no carry out of the top window.
-// Digit d ≠ 0 of window w puts the point, negated when d < 0, into bucket key
-// w·2^(c−1) + |d| − 1, or |d| − 1 over shifted bases (shift.cuh), where every window sums
-// into one set of buckets and takes its points from its own copy of the bases; zero digits
-// (zero scalars, and the upper windows of small ones) put it nowhere, so a scalar 1 costs one
-// addition and a scalar 0 none. A counting sort groups the entries by key: count (which keeps
-// the digits), scan (scan.cuh), scatter (for large plans over shifted bases in two passes:
-// bin, place).
+// into `windows` signed digits. The windows take their points from `copies` copies of the
+// bases, windows/copies consecutive windows each (a group): plain bases are one copy, and
+// shifted ones (shift.cuh) hold copy q = 2^(q·span)·P, span = ⌈256/copies⌉ bits. Every group
+// shares the span alike: its first ⌈256/copies⌉ − group·(c − 1) windows take c bits, the
+// others c − 1 (over plain bases: the 256 bits as evenly as they can be, the wider windows
+// first, so the top one is no narrower than the rest and its buckets no fuller). Booth-style,
+// a digit above half its range, 2^(width−1), becomes digit − 2^width with a carry into the
+// next window, so |digit| ≤ 2^(width−1), and a scalar below 2^255 leaves no carry out of the
+// top window. Digit d ≠ 0 of window w, the g-th of its group, puts the point of copy
+// w / group, negated when d < 0, into bucket key g·2^(c−1) + |d| − 1: window g of every
+// group sums into bucket set g, so a plan reduces group·2^(c−1) buckets (one set when every
+// window has its own copy) and the host combines the sets as plain windows. Zero digits
+// (zero scalars, and the upper windows of small ones) put it nowhere, so a scalar 1 costs
+// one addition and a scalar 0 none. A counting sort groups the entries by key: count (which
+// keeps the digits), scan (scan.cuh), scatter (for large plans over shifted bases in two
+// passes: bin, place).
 // Entries are point index | sign << 31; their order inside a bucket does not matter, since the
 // sums are exact.
 #ifndef PINPROVE_MSM_BUCKETS_CUH
@@ -32,57 +36,58 @@ __device__ __forceinline__ uint32_t window_bits(const fr_t& k, uint32_t off, uin
     return (uint32_t)(v >> (off % 32)) & ((1u << c) - 1);
 }
 
-// The signed digit of window w, which starts at bit `off` (advanced past it), given the
-// carry out of window w − 1 (updated): false when it is zero, else its bucket key
-// w·window_keys + |d| − 1 and whether d < 0.
-__device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, uint32_t wide, uint32_t window_keys, uint32_t w,
-                                      uint32_t& off, uint32_t& carry, uint32_t& key, bool& negative)
+// The signed digit of window w, the g-th of its group, which starts at bit `off` (advanced
+// past it), given the carry out of window w − 1 (updated): false when it is zero, else its
+// bucket key g·2^(c−1) + |d| − 1 and whether d < 0. Windows g < wide of a group take c bits.
+__device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, uint32_t wide, uint32_t g, uint32_t& off,
+                                      uint32_t& carry, uint32_t& key, bool& negative)
 {
-    const uint32_t width = c - 1 + (w < wide), half = 1u << (width - 1);
+    const uint32_t width = c - 1 + (g < wide), half = 1u << (width - 1);
     const uint32_t v = window_bits(k, off, width) + carry;
     off += width;
     negative = v > half;
     const uint32_t magnitude = negative ? (1u << width) - v : v;
     carry = negative;
-    key = w * window_keys + magnitude - 1;
+    key = (g << (c - 1)) + magnitude - 1;
     return magnitude != 0;
 }
 
-// The windows of c bits: the rest have c − 1; windows·(c − 1) < 256 ≤ windows·c.
-__device__ __forceinline__ uint32_t wide_windows(uint32_t c, uint32_t windows)
-{   return 256 - windows * (c - 1);   }
+// The windows of c bits in each group of `group` windows, when `copies` groups share the
+// scalar's bits: group·(c − 1) < ⌈256/copies⌉ ≤ group·c.
+__device__ __forceinline__ uint32_t wide_windows(uint32_t c, uint32_t group, uint32_t copies)
+{   return (256 + copies - 1) / copies - group * (c - 1);   }
 
 // A window's digit word: key | sign << 31, or NO_DIGIT for a zero digit (keys stay below 2^31).
 #define NO_DIGIT 0xffffffffu
 
-// The entry of window w's digit `word` of scalar i: the index of the point, i in window w's
-// copy of shifted bases (window_points: points per copy) or i over plain bases (window_points =
-// 0), with the digit's sign.
-__device__ __forceinline__ uint32_t entry(uint32_t word, uint32_t w, uint32_t window_points, uint32_t i)
-{   return (w * window_points + i) | (word & 0x80000000);   }
+// The entry of a digit `word` of scalar i in a window of copy `copy`: the index of the
+// point, i in that copy (copy_points: points per copy), with the digit's sign.
+__device__ __forceinline__ uint32_t entry(uint32_t word, uint32_t copy, uint32_t copy_points, uint32_t i)
+{   return (copy * copy_points + i) | (word & 0x80000000);   }
 
 // counts[key] += 1 for each nonzero digit, and digits[w·n + i] = window w's digit word of
 // scalar i, window by window, for the scatter to read without converting the scalars again.
-// window_keys: the buckets of one window, 2^(c−1), or 0 when the windows share them.
+// The `windows` windows take their points from `copies` copies (copies divides windows).
 __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                          uint32_t window_keys, uint32_t* counts, uint32_t* digits)
+                                          uint32_t copies, uint32_t* counts, uint32_t* digits)
 {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
     fr_t k = scalars[i];
     k.from();
-    const uint32_t wide = wide_windows(c, windows);
-    uint32_t off = 0, carry = 0, key;
+    const uint32_t group = windows / copies, wide = wide_windows(c, group, copies);
+    uint32_t off = 0, carry = 0, key, g = 0;
     bool negative;
     #pragma unroll 1
     for (uint32_t w = 0; w < windows; w++) {
         uint32_t word = NO_DIGIT;
-        if (digit(k, c, wide, window_keys, w, off, carry, key, negative)) {
+        if (digit(k, c, wide, g, off, carry, key, negative)) {
             atomicAdd(&counts[key], 1);
             word = key | (uint32_t)negative << 31;
         }
         digits[(size_t)w * n + i] = word;
+        g = g + 1 == group ? 0 : g + 1;
     }
 }
 
@@ -92,8 +97,8 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
 // partial writes meet in the L2 cache rather than in DRAM. Over shifted bases every window's
 // entries spread over all the shared buckets: once they overflow the L2 cache their scatter
 // is binned (below).
-__device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t window_points,
-                                            uint32_t* cursor, uint32_t* entries)
+__device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, uint32_t group,
+                                            uint32_t copy_points, uint32_t* cursor, uint32_t* entries)
 {
     const uint32_t per_window = (n + blockDim.x - 1) / blockDim.x;
     const uint32_t w = blockIdx.x / per_window;
@@ -102,7 +107,7 @@ __device__ __forceinline__ void msm_scatter(const uint32_t* digits, uint32_t n, 
         return;
     const uint32_t word = digits[(size_t)w * n + i];
     if (word != NO_DIGIT)
-        entries[atomicAdd(&cursor[word & 0x7fffffff], 1)] = entry(word, w, window_points, i);
+        entries[atomicAdd(&cursor[word & 0x7fffffff], 1)] = entry(word, w / group, copy_points, i);
 }
 
 // Over shifted bases the scatter above cost 11.7 ms of a 2^24 G1 MSM (ncu): the blocks in
@@ -126,8 +131,8 @@ __device__ __forceinline__ void msm_bin_starts(const uint32_t* off, uint32_t shi
 // Pass 1: block t takes digit words [t·T, t·T + T) (T = BIN_THREADS·BIN_ITEMS) of the
 // windows·n, counts them per bin in shared memory, claims that many slots of each bin with one
 // atomic, and writes (key, entry) there.
-__device__ __forceinline__ void msm_bin(const uint32_t* digits, uint32_t n, uint32_t windows,
-                                        uint32_t window_points, uint32_t shift, uint32_t bins,
+__device__ __forceinline__ void msm_bin(const uint32_t* digits, uint32_t n, uint32_t windows, uint32_t group,
+                                        uint32_t copy_points, uint32_t shift, uint32_t bins,
                                         uint32_t* bin_cursor, uint2* binned)
 {
     __shared__ uint32_t count[BINS], base[BINS];
@@ -154,7 +159,7 @@ __device__ __forceinline__ void msm_bin(const uint32_t* digits, uint32_t n, uint
         const size_t j = first + k * BIN_THREADS;
         const uint32_t w = (uint32_t)(j / n), i = (uint32_t)(j - (size_t)w * n);
         const uint32_t key = word[k] & 0x7fffffff;
-        binned[base[key >> shift] + rank[k]] = make_uint2(key, entry(word[k], w, window_points, i));
+        binned[base[key >> shift] + rank[k]] = make_uint2(key, entry(word[k], w / group, copy_points, i));
     }
 }
 

@@ -9,7 +9,7 @@ use ff::Field;
 use pinprove::backend::cuda::DeviceReport;
 use pinprove::backend::cuda::{CudaDevice, KeyPlacement};
 use pinprove::backend::{Backend, CpuBackend};
-use pinprove::internal::cuda::{window_bits, BasesLayout, Bench, G1Bases, G2Bases, Transform};
+use pinprove::internal::cuda::{copies_window_bits, window_bits, BasesLayout, Bench, G1Bases, G2Bases, Transform};
 use pinprove::internal::synthesize;
 use pinprove::internal::Domain;
 use pinprove::internal::{msm, CpuMsm};
@@ -211,6 +211,43 @@ fn gpu_msm_equals_cpu_msm_from_2_13_to_2_22() {
     check_msm_cases(&g1, &g2);
 }
 
+/// MSMs of G1 or G2 over the bases and fewer shifted copies of them than windows (each copy
+/// serving a group of windows, which sum into sets of buckets of their own) against the
+/// CPU's: every kind of scalar at each size, over every count of copies from 2 to 12 that
+/// some window takes at that size.
+fn copies_cases<G: DeviceMsm>(gpu: &mut Bench, sizes: &[usize], bases: &[G::Affine]) -> (usize, Vec<String>) {
+    let (mut cases, mut failures) = (0, Vec::new());
+    for copies in 2..=12 {
+        let Some(c) = copies_window_bits(bases.len(), copies) else { continue };
+        let copied = G::upload(gpu, bases, BasesLayout::Copies { copies }).unwrap();
+        for &n in sizes {
+            for (i, &kind) in KINDS.iter().enumerate() {
+                let s = scalars(kind, n, (n + i) as u64);
+                let case = format!("{copies} copies ({c}-bit windows), n = {n}, {kind:?}");
+                cases += 1;
+                failures.extend(
+                    verdict(G::msm(gpu, &copied, &s, None), &msm::<G>(&bases[..n], &s)).map(|f| format!("{case}: {f}")),
+                );
+            }
+        }
+    }
+    (cases, failures)
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_msm_over_fewer_copies_equals_cpu_msm() {
+    let device = CudaDevice::open(0).unwrap();
+    let mut gpu = Bench::new(&device).unwrap();
+    let sizes = [1, 3, 1000, 4096, 100_003, 1 << 18];
+    let (g1_cases, mut failures) = copies_cases::<G1Projective>(&mut gpu, &sizes, &with_edges(g1_points(1 << 18, 7)));
+    let (g2_cases, g2) = copies_cases::<G2Projective>(&mut gpu, &sizes[..4], &with_edges(g2_points(1 << 14, 8)));
+    failures.extend(g2.into_iter().map(|f| format!("G2: {f}")));
+    println!("msm cases over fewer copies: G1 {g1_cases}, G2 {g2_cases}, failed {}", failures.len());
+    assert!(g1_cases > 0 && g2_cases > 0);
+    assert!(failures.is_empty(), "{} MSM cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// Scalars of a bit-heavy witness: zeros and ones (none of either for `ones` or `zeros`
 /// false), and a value neither 0 nor 1 every `other_every`th (none for 0).
 fn bits(n: usize, (zeros, ones): (bool, bool), other_every: usize, seed: u64) -> Vec<Scalar> {
@@ -272,9 +309,9 @@ fn gpu_split_msm_equals_cpu_msm_for_every_mix() {
     assert!(failures.is_empty(), "{} split MSM cases failed:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// An MSM of `n` random scalars over `distinct` bases repeated to n points, plain and shifted,
-/// against the CPU's MSM of the distinct bases with the scalars of each one's repeats summed:
-/// sizes whose CPU MSM would take minutes.
+/// An MSM of `n` random scalars over `distinct` bases repeated to n points, plain, shifted and
+/// in 2, 3 and 6 copies, against the CPU's MSM of the distinct bases with the scalars of each
+/// one's repeats summed: sizes whose CPU MSM would take minutes.
 fn tiled_msm_case<G: DeviceMsm>(gpu: &mut Bench, distinct: &[G::Affine], n: usize) -> Vec<String>
 where
     G::Affine: Copy,
@@ -286,8 +323,11 @@ where
         folded[i % distinct.len()] += x;
     }
     let expected = msm::<G>(distinct, &folded);
-    [BasesLayout::Plain, BasesLayout::Shifted { window: None }]
+    let layouts = [BasesLayout::Plain, BasesLayout::Shifted { window: None }];
+    let fewer = [2, 3, 6].map(|copies| BasesLayout::Copies { copies });
+    layouts
         .into_iter()
+        .chain(fewer)
         .filter_map(|layout| {
             let got = G::upload(gpu, &bases, layout).and_then(|b| G::msm(gpu, &b, &s, None));
             verdict(got, &expected).map(|f| format!("n = {n}, {layout:?}: {f}"))
@@ -514,11 +554,19 @@ fn keys_shifted_shifted_h_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     // them: its bases are a quarter of the G1 ones, and a G2 base takes two G1 bases' room).
     let h_only = fewer_copies(&report);
     let (shifted_h, part) = proofs_on(&device.clone().with_memory_limit(h_only), &key, 4).unwrap();
-    assert_eq!(part.key_placement, KeyPlacement::ShiftedH, "{part:?}");
+    let KeyPlacement::ShiftedH { copies: all } = part.key_placement else { panic!("{part:?}") };
     assert!(part.backend_bytes <= h_only, "{part:?}, limit {h_only}");
     assert!(part.shifted_bytes > 2 * part.key_bytes && 3 * part.shifted_bytes < report.shifted_bytes, "{part:?}");
-    // Room for everything but half the H MSM's copies: the bases alone.
-    let bases_only = fewer_copies(&part);
+    // Room for everything but half the H MSM's copies: fewer of them, each serving a group of
+    // windows.
+    let fewer_h = fewer_copies(&part);
+    let (grouped_h, grouped) = proofs_on(&device.clone().with_memory_limit(fewer_h), &key, 4).unwrap();
+    let KeyPlacement::ShiftedH { copies } = grouped.key_placement else { panic!("{grouped:?}") };
+    assert!(copies < all && grouped.backend_bytes <= fewer_h, "{grouped:?}, limit {fewer_h}");
+    // Room for everything but the H MSM's copies (and three quarters of one, for the sorts'
+    // rooms, which differ between plans): the bases alone.
+    let copy = (part.shifted_bytes - part.key_bytes) / (all - 1);
+    let bases_only = part.backend_bytes - (all - 1) * copy + copy * 3 / 4;
     let (resident, plain) = proofs_on(&device.clone().with_memory_limit(bases_only), &key, 4).unwrap();
     assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
     assert!(plain.backend_bytes <= bases_only && plain.shifted_bytes == 0, "{plain:?}, limit {bases_only}");
@@ -545,29 +593,34 @@ fn keys_shifted_shifted_h_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let (streamed, limited) = proofs_on(&device.clone().with_memory_limit(no_scratch), &key, 4).unwrap();
     let KeyPlacement::Streamed { chunk } = limited.key_placement else { panic!("{limited:?}") };
     assert!(chunk < key.domain_size() && limited.backend_bytes <= no_scratch, "{limited:?}, limit {no_scratch}");
-    println!("shifted {report:?}\nH shifted {part:?}\nresident {plain:?}\nin chunks {chunked:?}\nstreamed {limited:?}");
+    println!(
+        "shifted {report:?}\nH shifted {part:?}\nH in fewer copies {grouped:?}\nresident {plain:?}\n\
+         in chunks {chunked:?}\nstreamed {limited:?}"
+    );
     let cpu = Prover::new(key.clone(), Config::default()).unwrap();
     let on_cpu = cpu
         .prove_with_randomness((0..4).map(|i| (chain(16, i), Scalar::from(i + 1), Scalar::from(i + 100))).collect())
         .unwrap();
-    let placed = [&shifted, &shifted_h, &resident, &one_stream, &in_chunks, &streamed];
+    let placed = [&shifted, &shifted_h, &grouped_h, &resident, &one_stream, &in_chunks, &streamed];
     for (i, c) in on_cpu.iter().enumerate() {
         let c = c.as_ref().unwrap();
-        let [h, p, r, o, k, s] = placed.map(|proofs| &proofs[i]);
+        let [h, p, g, r, o, k, s] = placed.map(|proofs| &proofs[i]);
         assert_eq!(h, c, "job {i}: the shifted key's proof differs from the CPU's");
         assert_eq!(p, c, "job {i}: the proof of the key with the H MSM's bases alone shifted differs from the CPU's");
+        assert_eq!(g, c, "job {i}: the proof of the key with the H MSM's bases in fewer copies differs from the CPU's");
         assert_eq!(r, c, "job {i}: the resident key's proof differs from the CPU's");
         assert_eq!(o, c, "job {i}: the resident key's proof, the MSMs on one stream, differs from the CPU's");
         assert_eq!(k, c, "job {i}: the proof of the key sorted in chunks differs from the CPU's");
         assert_eq!(s, c, "job {i}: the streamed key's proof differs from the CPU's");
     }
-    // The same five placements, the bases read from the key's file by the backend.
+    // The same six placements, the bases read from the key's file by the backend.
     let path = std::env::temp_dir().join(format!("pinprove-{}-placements.params", std::process::id()));
     key.write(std::fs::File::create(&path).unwrap()).unwrap();
     let file = pinprove::KeyFile::open(&path, pinprove::Check::OnCurve).unwrap();
     let limits = [
         (None, report),
         (Some(h_only), part),
+        (Some(fewer_h), grouped),
         (Some(bases_only), plain),
         (Some(less), chunked),
         (Some(no_scratch), limited),

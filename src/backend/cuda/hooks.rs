@@ -10,7 +10,7 @@ use cust::event::Event;
 use super::device::{CudaDevice, Gpu};
 use super::ffi::msm::{Group, G1, G2};
 use super::ffi::{download, from_cust, upload, DeviceVec};
-use super::msm::{shifted_window_bits, window_range, DeviceBases, MsmScratch, Msms, MAX_WINDOWS};
+use super::msm::{shifted_window_bits, window_range, DeviceBases, MsmScratch, Msms, Shift, MAX_WINDOWS};
 use super::ntt::{DeviceDomain, Transform};
 use super::partition::{elapsed, event};
 use crate::error::{Error, Result};
@@ -35,6 +35,14 @@ pub enum BasesLayout {
     Shifted {
         /// Bits per window, 2..=24.
         window: Option<u32>,
+    },
+    /// Followed by shifted copies, `copies` in all, each serving a group of windows that sum
+    /// into sets of buckets of their own, in the windows the pipeline takes for that many
+    /// ([`copies_window_bits`](super::msm::copies_window_bits)), as
+    /// [`KeyPlacement::ShiftedH`](super::KeyPlacement::ShiftedH) holds the H MSM's.
+    Copies {
+        /// Copies of the bases, the bases included.
+        copies: usize,
     },
 }
 
@@ -160,8 +168,8 @@ impl Bench {
     /// Uploads G1 bases for [`msm_g1`](Self::msm_g1), laid out as `layout` says.
     ///
     /// # Errors
-    /// [`Error::Shape`] if a shifted window is not in 2..=24; [`Error::DeviceOutOfMemory`],
-    /// [`Error::Cuda`].
+    /// [`Error::Shape`] if a shifted window is not in 2..=24, or no window takes the copies;
+    /// [`Error::DeviceOutOfMemory`], [`Error::Cuda`].
     pub fn upload_g1_bases(&mut self, bases: &[G1Affine], layout: BasesLayout) -> Result<G1Bases> {
         self.upload_bases::<G1>(bases, layout).map(G1Bases)
     }
@@ -178,11 +186,17 @@ impl Bench {
         let choice = shifted_window_bits(bases.len());
         let shifted = match layout {
             BasesLayout::Plain => None,
-            BasesLayout::Shifted { window } => Some(window.unwrap_or(choice)),
+            BasesLayout::Shifted { window } => {
+                let c = window.unwrap_or(choice);
+                check_window(c, true, choice)?;
+                Some(Shift::per_window(c))
+            }
+            BasesLayout::Copies { copies } => {
+                let what = "shifted copies (a count whose windows they divide)";
+                let expected = Shift::all(bases.len()).copies;
+                Some(Shift::copies(bases.len(), copies).ok_or(Error::Shape { what, expected, got: copies })?)
+            }
         };
-        if let Some(c) = shifted {
-            check_window(c, true, choice)?;
-        }
         DeviceBases::upload::<G>(bases, shifted, &self.gpu.msm, &self.gpu.stream, &self.gpu.staging)
     }
 
@@ -234,7 +248,7 @@ impl Bench {
             Some(_) => {}
             None => check_window(c, false, planned)?,
         }
-        self.scratch.reserve::<C>(n, c, shifted.is_some())?;
+        self.scratch.reserve::<C>(n, c, shifted.map(|s| s.copies))?;
         let (device_scalars, sums) = self.scalars_up::<C>(scalars)?;
         let Self { gpu, marks: ev, scratch, .. } = self;
         let stream = &gpu.stream;
@@ -288,7 +302,7 @@ impl Bench {
         let n = scalars.len();
         check_scalars(n, bases.n)?;
         let (c, shifted) = bases.plan_for(n);
-        self.scratch.reserve::<C>(n, c, shifted.is_some())?;
+        self.scratch.reserve::<C>(n, c, shifted.map(|s| s.copies))?;
         self.scratch.reserve_split::<C>(n)?;
         let (device_scalars, sums) = self.scalars_up::<C>(scalars)?;
         let Self { gpu, marks: ev, scratch, .. } = self;

@@ -38,10 +38,28 @@ pub(crate) fn windows_for(c: u32) -> usize {
     256usize.div_ceil(c as usize)
 }
 
-/// The width of window w of `windows` windows of at most c bits: buckets.cuh shares the 256
-/// bits as evenly as it can, the first 256 − windows·(c − 1) windows taking c bits.
-pub(crate) fn window_width(c: u32, windows: u32, w: u32) -> u32 {
-    c - 1 + u32::from(w < 256 - windows * (c - 1))
+/// The width of window w of `windows` windows of at most c bits over `copies` copies of the
+/// bases (1: plain bases): each copy serves a group of windows/copies consecutive windows,
+/// which share ⌈256/copies⌉ bits ([`copy_span`]), the first ⌈256/copies⌉ − group·(c − 1)
+/// of them taking c bits (buckets.cuh). One copy: the 256 bits as evenly as they can be.
+pub(crate) fn window_width(c: u32, windows: u32, copies: u32, w: u32) -> u32 {
+    let group = windows / copies;
+    c - 1 + u32::from(w % group < copy_span(copies) - group * (c - 1))
+}
+
+/// The bits one copy's group of windows spans over `copies` copies: copy q of shifted bases
+/// is 2^(q·span)·P (shift.cuh).
+pub(crate) fn copy_span(copies: u32) -> u32 {
+    256u32.div_ceil(copies)
+}
+
+/// The windows of a copy's group and the points per copy, as the scatter's kernels take them:
+/// over plain bases one group of all windows (its copy's points then never counted).
+fn groups(windows: usize, shifted: Option<Copies>) -> (u32, u32) {
+    match shifted {
+        Some(s) => (u32_arg(windows / s.copies), u32_arg(s.points)),
+        None => (u32_arg(windows), 0),
+    }
 }
 
 /// Items level `level` ≥ 1 reads when `entries` fall into `keys` buckets (level 1 reads the
@@ -168,18 +186,19 @@ kernels! {
     SortKernels {
         /// Each scalar's signed digits: counts of each bucket key, and the digit words.
         fn g16_msm_count(
-            scalars: DevicePtr<Scalar>, n: u32, c: u32, windows: u32, window_keys: u32, counts: DevicePtrMut<u32>,
+            scalars: DevicePtr<Scalar>, n: u32, c: u32, windows: u32, copies: u32, counts: DevicePtrMut<u32>,
             digits: DevicePtrMut<u32>,
         );
         /// Each digit word's entry to the next free slot of its key, a window at a time.
         fn g16_msm_scatter(
-            digits: DevicePtr<u32>, n: u32, window_points: u32, cursor: DevicePtrMut<u32>, entries: DevicePtrMut<u32>,
+            digits: DevicePtr<u32>, n: u32, group: u32, copy_points: u32, cursor: DevicePtrMut<u32>,
+            entries: DevicePtrMut<u32>,
         );
         /// Where each bin's slots start.
         fn g16_msm_bin_starts(off: DevicePtr<u32>, shift: u32, bins: u32, bin_cursor: DevicePtrMut<u32>);
         /// The binned scatter's first pass: (key, entry) pairs sorted by bin.
         fn g16_msm_bin(
-            digits: DevicePtr<u32>, n: u32, windows: u32, window_points: u32, shift: u32, bins: u32,
+            digits: DevicePtr<u32>, n: u32, windows: u32, group: u32, copy_points: u32, shift: u32, bins: u32,
             bin_cursor: DevicePtrMut<u32>, binned: DevicePtrMut<[u32; 2]>,
         );
         /// The binned scatter's second pass: each pair into its key's slots.
@@ -354,14 +373,22 @@ impl MsmBuffers {
     }
 }
 
+/// Shifted copies of the bases a sort's entries index: `copies` of `points` points each,
+/// copy q serving the q-th group of windows/copies consecutive windows (buckets.cuh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Copies {
+    pub(crate) points: usize,
+    pub(crate) copies: usize,
+}
+
 /// How a sort cuts the scalars into digits and sorts them, as the MSM's plan chose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Digits {
     /// Bits of the widest window; the windows are ⌈256/c⌉ ([`windows_for`]).
     pub(crate) c: u32,
-    /// Points per copy of shifted bases, whose windows share one set of buckets, window w's
-    /// entries indexing copy w; `None`: plain bases, a set of buckets per window.
-    pub(crate) shared: Option<usize>,
+    /// The shifted copies the windows take their points from, the windows of each group
+    /// summing into a set of buckets of its own; `None`: plain bases, a set per window.
+    pub(crate) shifted: Option<Copies>,
     /// The scatter bins the entries first, in bins of 2^shift keys (`Some(shift)`), or
     /// places them in one pass.
     pub(crate) bin_shift: Option<u32>,
@@ -396,18 +423,23 @@ pub(crate) struct Buckets {
     serial: u64,
 }
 
+impl Digits {
+    /// Copies of the bases the windows take their points from: 1 for plain bases.
+    pub(crate) fn copies(&self) -> usize {
+        self.shifted.map_or(1, |s| s.copies)
+    }
+}
+
 impl Buckets {
-    /// Bucket sets, one sum each: one per window, or one for all over shifted bases.
+    /// Bucket sets, one sum each: the windows of a copy's group (one per window over plain
+    /// bases, one over a copy per window).
     pub(crate) fn sets(&self) -> usize {
-        match self.digits.shared {
-            Some(_) => 1,
-            None => self.windows as usize,
-        }
+        self.windows as usize / self.digits.copies()
     }
 
-    /// Points the entries index: the scalars' bases, or every window's copy of them.
+    /// Points the entries index: the scalars' bases, or every copy of them.
     fn indexed(&self) -> usize {
-        self.digits.shared.map_or(self.n, |copy| copy * self.windows as usize)
+        self.digits.shifted.map_or(self.n, |s| s.points * s.copies)
     }
 }
 
@@ -439,15 +471,13 @@ impl MsmKernels {
         assert!((2..=MAX_WINDOW_BITS).contains(&c) && windows * (c as usize - 1) < 256, "windows of {c} bits");
         assert!(scalars.len() >= range.end, "{} scalars on the device, {range:?} asked for", scalars.len());
         assert!(n * windows <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
-        assert!(digits.shared.is_none_or(|copy| copy >= n && copy * windows < 1 << 31), "{digits:?} for {n} points");
-        let keys = match digits.shared {
-            Some(_) => 1 << (c - 1),
-            None => windows << (c - 1),
-        };
+        let fits = |s: Copies| s.points >= n && windows % s.copies == 0 && s.points * s.copies < 1 << 31;
+        assert!(digits.shifted.is_none_or(fits), "{digits:?} for {n} points");
+        let keys = (windows / digits.copies()) << (c - 1);
         let (total, fullest) = self.count(stream, buffers, scalars.at(range.start), (n, windows, keys), digits)?;
         match digits.bin_shift {
-            Some(shift) => self.scatter_binned(stream, buffers, (n, windows, keys, total), digits.shared, shift)?,
-            None => self.scatter(stream, buffers, (n, windows), digits.shared)?,
+            Some(shift) => self.scatter_binned(stream, buffers, (n, windows, keys, total), digits.shifted, shift)?,
+            None => self.scatter(stream, buffers, (n, windows), digits.shifted)?,
         }
         let (chunk, levels) = levels(total, fullest);
         self.level_offsets(stream, buffers, keys, (chunk, levels))?;
@@ -552,7 +582,7 @@ impl MsmKernels {
         self.level_offsets(stream, buffers, keys, (chunk, levels))?;
         let serial = buffers.serials.replace(buffers.serials.get() + 1);
         buffers.sorted.set(Some(serial));
-        let digits = Digits { c: 2, shared: None, bin_shift: None };
+        let digits = Digits { c: 2, shifted: None, bin_shift: None };
         Ok(Buckets { digits, n: split.n, windows: 1, keys, entries: split.ones, chunk, levels, serial })
     }
 
@@ -608,15 +638,14 @@ impl MsmKernels {
         assert!(offsets.first().is_some_and(|o| o.len() > keys), "no room for the offsets of {keys} keys");
         counts.zero(keys, stream)?;
         fullest.zero(1, stream)?;
-        let window_keys = if digits.shared.is_some() { 0 } else { 1u32 << (digits.c - 1) };
         // SAFETY: the kernel reads n scalars from `scalars` (inside the vector, asserted by
-        // `sort`); its keys w·window_keys + |d| − 1, with w < windows and |d| ≤ 2^(c−1), stay
-        // below `keys` (a set per window, or one with window_keys = 0) ≤ counts.len()
-        // (asserted), and it writes digits[w·n + i] for w < windows, i < n: below n·windows
-        // ≤ words.len() (asserted). windows = ⌈256/c⌉ with windows·(c−1) < 256 (asserted by
-        // `sort`) keeps every window inside the scalar.
+        // `sort`); its keys g·2^(c−1) + |d| − 1, with g below the windows of a copy's group
+        // (copies divides windows, asserted by `sort`) and |d| ≤ 2^(c−1), stay below `keys`
+        // ≤ counts.len() (asserted), and it writes digits[w·n + i] for w < windows, i < n:
+        // below n·windows ≤ words.len() (asserted). windows = ⌈256/c⌉ with windows·(c−1) < 256
+        // (asserted by `sort`) starts every window inside the scalar.
         unsafe {
-            let (n, windows) = (u32_arg(n), u32_arg(windows));
+            let (n, windows, copies) = (u32_arg(n), u32_arg(windows), u32_arg(digits.copies()));
             self.sort.g16_msm_count(
                 blocks(n as usize, THREADS),
                 THREADS,
@@ -625,7 +654,7 @@ impl MsmKernels {
                 n,
                 digits.c,
                 windows,
-                window_keys,
+                copies,
                 counts.ptr_mut(),
                 words.ptr_mut(),
             )?
@@ -692,24 +721,26 @@ impl MsmKernels {
         stream: &Stream,
         buffers: &MsmBuffers,
         (n, windows): (usize, usize),
-        shared: Option<usize>,
+        shifted: Option<Copies>,
     ) -> Result<()> {
         let (words, cursor, entries) = (grown(&buffers.digits), grown(&buffers.cursor), grown(&buffers.entries));
         let grid = blocks(n, THREADS) * windows as u32;
+        let (group, copy_points) = groups(windows, shifted);
         // SAFETY: block b reads digits[w·n + i] for w = b / ⌈n/THREADS⌉ < windows and i < n,
         // the digit words `count` wrote for these counts, so bucket `key` receives exactly
         // counts[key] entries at offsets[key] + 0..counts[key] (cursor starts at
         // offsets[key]): all below the total, which fits `entries` (asserted in `count`).
-        // Each entry is w·window_points + i < 2^31 (asserted in `sort`), below the sign bit.
+        // Each entry is (w / group)·copy_points + i < copies·copy_points < 2^31 (asserted in
+        // `sort`), below the sign bit.
         unsafe {
-            let (n, window_points) = (u32_arg(n), u32_arg(shared.unwrap_or(0)));
             self.sort.g16_msm_scatter(
                 grid,
                 THREADS,
                 stream,
                 words.ptr(),
-                n,
-                window_points,
+                u32_arg(n),
+                group,
+                copy_points,
                 cursor.ptr_mut(),
                 entries.ptr_mut(),
             )
@@ -722,7 +753,7 @@ impl MsmKernels {
         stream: &Stream,
         buffers: &MsmBuffers,
         (n, windows, keys, total): (usize, usize, usize, usize),
-        shared: Option<usize>,
+        shifted: Option<Copies>,
         shift: u32,
     ) -> Result<()> {
         let (words, cursor, entries) = (grown(&buffers.digits), grown(&buffers.cursor), grown(&buffers.entries));
@@ -745,16 +776,15 @@ impl MsmKernels {
             )?
         };
         let grid = blocks(windows * n, BIN_TILE);
-        let window_points = shared.unwrap_or(0);
+        let (group, copy_points) = groups(windows, shifted);
         // SAFETY: block t reads digits[j] for j < windows·n, the digit words `count` wrote
         // (asserted to fit); a key's bin, key >> shift, is below `bins` ≤ BINS (its shared
         // counts; asserted), and bin b receives exactly the counts of its keys, from
         // off[b << shift] on (bin_cursor), so every (key, entry) pair lands below the total,
-        // inside `binned` (asserted). Each entry is w·window_points + i < 2^31 (asserted in
-        // `sort`), below the sign bit.
+        // inside `binned` (asserted). Each entry is (w / group)·copy_points + i < 2^31 (asserted
+        // in `sort`), below the sign bit.
         unsafe {
-            let (n, windows, window_points, bins) =
-                (u32_arg(n), u32_arg(windows), u32_arg(window_points), u32_arg(bins));
+            let (n, windows, bins) = (u32_arg(n), u32_arg(windows), u32_arg(bins));
             self.sort.g16_msm_bin(
                 grid,
                 BIN_THREADS,
@@ -762,7 +792,8 @@ impl MsmKernels {
                 words.ptr(),
                 n,
                 windows,
-                window_points,
+                group,
+                copy_points,
                 shift,
                 bins,
                 bin_cursor.ptr_mut(),

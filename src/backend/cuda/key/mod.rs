@@ -17,7 +17,7 @@ use cust::stream::Stream;
 
 use super::ffi::msm::{MsmKernels, G1, G2};
 use super::ffi::{DeviceVec, HostPinned, Staging};
-use super::msm::{copies, shifted_window_bits, Bases, DeviceBases};
+use super::msm::{copies, Bases, DeviceBases, Shift};
 use crate::error::Result;
 use crate::groth16::{KeyFile, KeyShape, ProvingKey, RawBatch};
 use crate::r1cs::Recording;
@@ -59,9 +59,10 @@ impl<'a> HostKey<'a> {
 /// Where a backend keeps the proving key's bases, decided when the backend is made
 /// ([`CudaDevice::backend`](super::CudaDevice::backend)), the first that fits in the device
 /// memory (or in [`CudaDevice::with_memory_limit`](super::CudaDevice::with_memory_limit))
-/// beside a partition's buffers and the MSM scratch: shifted, the H MSM's alone shifted,
-/// resident, resident and sorted in chunks, or streamed in the largest power-of-two chunk
-/// whose two buffers and scratch fit. The proofs are the same either way, bit for bit.
+/// beside a partition's buffers and the MSM scratch: shifted, the H MSM's alone shifted (a
+/// copy per window, else fewer, cheapest first), resident, resident and sorted in chunks, or
+/// streamed in the largest power-of-two chunk whose two buffers and scratch fit. The proofs
+/// are the same either way, bit for bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KeyPlacement {
     /// Every base on the device with its shifted copies, 2^(offset of window w)·P for each
@@ -69,11 +70,17 @@ pub enum KeyPlacement {
     /// windows then share one set of buckets, so the MSMs take wider windows and fewer of
     /// them ([`shifted_window_bits`](super::msm::shifted_window_bits): 12 copies at 2^24 points).
     Shifted,
-    /// Every base on the device, the H MSM's with their shifted copies, the witness's (L, A,
-    /// B) as they are: when the copies of every base do not fit (a 2^26 key on an H200). The
-    /// H MSM's scalars are dense in every circuit, and its copies a quarter of the G1 ones;
-    /// a bit-heavy witness's MSMs are split by value, only their few others planned.
-    ShiftedH,
+    /// Every base on the device, the H MSM's with `copies` shifted copies, the witness's (L,
+    /// A, B) as they are: when the copies of every base do not fit (a 2^26 key on an H200).
+    /// The H MSM's scalars are dense in every circuit, and its copies a quarter of the G1
+    /// ones; a bit-heavy witness's MSMs are split by value, only their few others planned.
+    /// A copy per window when they fit (12 at 2^26), else fewer, each serving a group of
+    /// windows that sum into sets of buckets of their own
+    /// ([`copies_window_bits`](super::msm::copies_window_bits): 2 to 6 at 2^27).
+    ShiftedH {
+        /// Copies of the H MSM's bases, the bases included.
+        copies: usize,
+    },
     /// Every base on the device, uploaded once and read by every partition.
     #[default]
     Resident,
@@ -99,7 +106,7 @@ impl KeyPlacement {
     pub(crate) fn shifted(self, q: usize) -> bool {
         match self {
             KeyPlacement::Shifted => true,
-            KeyPlacement::ShiftedH => q == 0,
+            KeyPlacement::ShiftedH { .. } => q == 0,
             KeyPlacement::Resident | KeyPlacement::ResidentInChunks { .. } | KeyPlacement::Streamed { .. } => false,
         }
     }
@@ -297,10 +304,19 @@ pub(crate) fn g1_msm_lengths(key: &KeyShape) -> [usize; 4] {
     [key.domain_size() - 1, key.num_aux(), key.a_len(), key.b_len()]
 }
 
-/// The window bits the bases of G1 MSM `q` (H, L, A, B; B's in G2 with B's) are shifted for
-/// when placed so, for MSMs of `msm_lengths[q]` scalars (`None`: plain).
-fn shift_for(placement: KeyPlacement, msm_lengths: [usize; 4], q: usize) -> Option<u32> {
-    placement.shifted(q).then(|| shifted_window_bits(msm_lengths[q]))
+/// The shifted copies of the bases of G1 MSM `q` (H, L, A, B; B's in G2 with B's) when
+/// placed so, for MSMs of `msm_lengths[q]` scalars (`None`: plain).
+///
+/// # Panics
+/// If the H MSM's copies are a count no window takes ([`Shift::copies`]).
+pub(crate) fn shift_for(placement: KeyPlacement, msm_lengths: [usize; 4], q: usize) -> Option<Shift> {
+    let n = msm_lengths[q];
+    match placement {
+        KeyPlacement::ShiftedH { copies } if q == 0 => {
+            Some(Shift::copies(n, copies).unwrap_or_else(|| panic!("{copies} copies of {n} bases")))
+        }
+        placement => placement.shifted(q).then(|| Shift::all(n)),
+    }
 }
 
 #[cfg(test)]
@@ -320,12 +336,14 @@ mod tests {
         }
         let h_copies = copies(shift_for(KeyPlacement::Shifted, lengths, 0)) - 1;
         assert!(h_copies >= 10, "{h_copies}");
-        let h_shifted = key_bytes(points, lengths, KeyPlacement::ShiftedH);
+        let h_shifted = key_bytes(points, lengths, KeyPlacement::ShiftedH { copies: h_copies + 1 });
         assert_eq!(h_shifted, plain + h_copies * points[0] * g1);
+        let fewer = key_bytes(points, lengths, KeyPlacement::ShiftedH { copies: 2 });
+        assert_eq!(fewer, plain + points[0] * g1);
         let all = key_bytes(points, lengths, KeyPlacement::Shifted);
         assert!(all > h_shifted + 2 * (h_shifted - plain), "{all} {h_shifted} {plain}");
         let shifted = |p: KeyPlacement| (0..4).map(|q| p.shifted(q)).collect::<Vec<_>>();
-        assert_eq!(shifted(KeyPlacement::ShiftedH), [true, false, false, false]);
+        assert_eq!(shifted(KeyPlacement::ShiftedH { copies: 2 }), [true, false, false, false]);
         assert_eq!(shifted(KeyPlacement::Shifted), [true; 4]);
         assert_eq!(shifted(KeyPlacement::Resident), [false; 4]);
     }

@@ -1,18 +1,18 @@
 //! The placement policy of a key on a device, within the device memory the backend may take
 //! ([`Budget`]): the recorded constraints first (resident, or streamed a chunk of rows at a
 //! time, with less room for them as long as the bases do not fit beside them), then the
-//! bases with their shifted copies, the H MSM's alone with theirs, the bases alone (their MSMs
-//! sorted whole, or a chunk at a time), or the bases streamed from pinned host memory in the
-//! largest chunk that fits (see [`KeyPlacement`]).
+//! bases with their shifted copies, the H MSM's alone with theirs (a copy per window, else
+//! fewer), the bases alone (their MSMs sorted whole, or a chunk at a time), or the bases
+//! streamed from pinned host memory in the largest chunk that fits (see [`KeyPlacement`]).
 
 use std::cell::OnceCell;
 use std::sync::Arc;
 
-use super::{g1_msm_lengths, key_bytes, DeviceKey, HostKey, KeyPlacement};
+use super::{g1_msm_lengths, key_bytes, shift_for, DeviceKey, HostKey, KeyPlacement};
 use crate::backend::cuda::device::Gpu;
 use crate::backend::cuda::ffi::memory_info;
 use crate::backend::cuda::ffi::msm::{G1, G2};
-use crate::backend::cuda::msm::{check_sort_limits, plan_window_bits, MsmScratch};
+use crate::backend::cuda::msm::{check_sort_limits, copies_by_cost, window_bits, MsmScratch};
 use crate::backend::cuda::r1cs::{device_bytes, streamed_bytes, DeviceR1cs};
 use crate::error::{Error, Result};
 use crate::r1cs::{R1cs, Recording as RecordingSource};
@@ -156,15 +156,18 @@ fn streamed_chunks(r1cs: &Arc<R1cs>, recording: Recording) -> Vec<usize> {
     chunks
 }
 
-/// The bases with their shifted copies, else the H MSM's alone with theirs, else the bases
-/// alone (sorted whole, else in chunks), else streamed (see [`KeyPlacement`]), with the
-/// scratch their MSMs need in `scratch`.
+/// The bases with their shifted copies, else the H MSM's alone with theirs (as many copies as
+/// fit, cheapest first: [`copies_by_cost`]), else the bases alone (sorted whole, else in
+/// chunks), else streamed (see [`KeyPlacement`]), with the scratch their MSMs need in
+/// `scratch`.
 ///
 /// # Errors
 /// [`Error::DeviceOutOfMemory`] when not even streamed bases fit.
 fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let mut held = resident_key(gpu, key, KeyPlacement::Shifted, scratch);
-    for fewer in [KeyPlacement::ShiftedH, KeyPlacement::Resident] {
+    let h_copies = copies_by_cost(g1_msm_lengths(&key.shape())[0]);
+    let shifted_h = h_copies.into_iter().map(|copies| KeyPlacement::ShiftedH { copies });
+    for fewer in shifted_h.chain([KeyPlacement::Resident]) {
         match held {
             Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
                 log::info!("the key's bases and their scratch do not fit ({e}): placing them {fewer:?}");
@@ -194,9 +197,9 @@ fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<
 /// says, with scratch for whole MSMs.
 fn resident_key(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch: &mut MsmScratch) -> Result<DeviceKey> {
     let lengths = g1_msm_lengths(&key.shape());
-    for (q, n) in lengths.into_iter().enumerate() {
-        let shifted = placement.shifted(q);
-        check_sort_limits(n, plan_window_bits(n, shifted), shifted)?;
+    for q in 0..4 {
+        let (c, copies) = plan_of(placement, lengths, q);
+        check_sort_limits(lengths[q], c, copies)?;
     }
     reserve_scratch(gpu, key, placement, scratch)?;
     gpu.budget.check(key_bytes(key.points(), lengths, placement))?;
@@ -233,7 +236,7 @@ fn stream_key(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<D
 /// MIN_STREAMED_CHUNK; the last refusal when none fits; any other error at once.
 fn largest_chunk<T>(longest: usize, mut fits: impl FnMut(usize) -> Result<T>) -> Result<T> {
     let mut chunk = (longest.next_power_of_two() / 2).max(1);
-    while chunk > 1 && check_sort_limits(chunk, plan_window_bits(chunk, false), false).is_err() {
+    while chunk > 1 && check_sort_limits(chunk, window_bits(chunk), None).is_err() {
         chunk /= 2;
     }
     loop {
@@ -254,7 +257,7 @@ fn largest_chunk<T>(longest: usize, mut fits: impl FnMut(usize) -> Result<T>) ->
 /// # Errors
 /// [`Error::Cuda`]; not [`Error::DeviceOutOfMemory`], which gives `None`.
 fn witness_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement) -> Result<Option<(MsmScratch, usize)>> {
-    if !matches!(placement, KeyPlacement::Shifted | KeyPlacement::ShiftedH | KeyPlacement::Resident) {
+    if !matches!(placement, KeyPlacement::Shifted | KeyPlacement::ShiftedH { .. } | KeyPlacement::Resident) {
         return Ok(None);
     }
     let (mut scratch, free) = (MsmScratch::default(), memory_info()?.0);
@@ -280,17 +283,26 @@ fn reserve_scratch(gpu: &Gpu, key: HostKey<'_>, placement: KeyPlacement, scratch
     let (chunk, split) = match placement {
         KeyPlacement::Streamed { chunk } => (chunk, chunk),
         KeyPlacement::ResidentInChunks { chunk } => (chunk, usize::MAX),
-        KeyPlacement::Shifted | KeyPlacement::ShiftedH | KeyPlacement::Resident => (usize::MAX, usize::MAX),
+        KeyPlacement::Shifted | KeyPlacement::ShiftedH { .. } | KeyPlacement::Resident => (usize::MAX, usize::MAX),
     };
-    let lengths = g1_msm_lengths(&key.shape());
-    for (q, n) in lengths.map(|len| len.min(chunk)).into_iter().enumerate() {
-        let shifted = placement.shifted(q);
-        scratch.reserve::<G1>(n, plan_window_bits(n, shifted), shifted)?;
+    let lengths = g1_msm_lengths(&key.shape()).map(|len| len.min(chunk));
+    for q in 0..4 {
+        let (c, copies) = plan_of(placement, lengths, q);
+        scratch.reserve::<G1>(lengths[q], c, copies)?;
     }
-    let (b_plan, shifted) = (lengths[3].min(chunk), placement.shifted(3)); // the B scalars', for G2 too
-    scratch.reserve::<G2>(b_plan, plan_window_bits(b_plan, shifted), shifted)?;
+    let (c, copies) = plan_of(placement, lengths, 3); // the B scalars', for G2 too
+    scratch.reserve::<G2>(lengths[3], c, copies)?;
     reserve_witness_splits(scratch, key, split)?;
     gpu.budget.check(0)
+}
+
+/// The window bits and shifted copies of the plans of G1 MSM `q` (H, L, A, B) of
+/// `msm_lengths[q]` points over bases placed so.
+fn plan_of(placement: KeyPlacement, msm_lengths: [usize; 4], q: usize) -> (u32, Option<usize>) {
+    match shift_for(placement, msm_lengths, q) {
+        Some(shift) => (shift.c, Some(shift.copies)),
+        None => (window_bits(msm_lengths[q]), None),
+    }
 }
 
 /// The split's rooms in `scratch` for the witness's MSMs of `key` (L, A and B in G1, B in
@@ -340,7 +352,7 @@ mod tests {
         assert!(matches!(other, Err(Error::Config(_))) && calls == 1);
         // Chunks the sorts cannot take (2^32 entries and more) are not offered.
         let first = largest_chunk(1 << 32, Ok).unwrap();
-        assert!(check_sort_limits(first, plan_window_bits(first, false), false).is_ok());
-        assert!(check_sort_limits(first * 2, plan_window_bits(first * 2, false), false).is_err(), "{first}");
+        assert!(check_sort_limits(first, window_bits(first), None).is_ok());
+        assert!(check_sort_limits(first * 2, window_bits(first * 2), None).is_err(), "{first}");
     }
 }

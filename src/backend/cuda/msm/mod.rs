@@ -22,12 +22,12 @@ mod scratch;
 mod split;
 mod window;
 
-pub(crate) use bases::{copies, Bases, DeviceBases};
+pub(crate) use bases::{copies, Bases, DeviceBases, Shift};
 pub(crate) use plan::{check_sort_limits, window_range, Plan};
 pub(crate) use schedule::{Msms, Summing};
 pub(crate) use scratch::MsmScratch;
-pub(crate) use window::plan_window_bits;
-pub use window::{shifted_window_bits, window_bits};
+pub(crate) use window::copies_by_cost;
+pub use window::{copies_window_bits, shifted_window_bits, window_bits};
 
 use group::Group as _;
 
@@ -36,11 +36,86 @@ use crate::backend::cuda::ffi::msm::{window_width, Group};
 /// Most windows of any MSM (2-bit windows), so one output buffer serves them all.
 pub(crate) const MAX_WINDOWS: usize = 128;
 
-/// Σ_w 2^(offset of window w)·sums[w]: the MSM from the window sums of a plan whose widest
-/// window has c bits.
-pub(crate) fn combine<G: Group>(sums: &[G::Projective], c: u32) -> G::Projective {
-    let windows = sums.len() as u32;
-    sums.iter().enumerate().rev().fold(G::Projective::identity(), |acc, (w, sum)| {
-        (0..window_width(c, windows, w as u32)).fold(acc, |acc, _| acc.double()) + sum
+/// Σ_g 2^(offset of window g)·sums[g]: the MSM from the bucket sets' sums of a plan whose
+/// widest window has c bits over `copies` copies of the bases (1: plain bases), a set per
+/// window of a copy's group (one over a copy per window: the sum itself).
+pub(crate) fn combine<G: Group>(sums: &[G::Projective], c: u32, copies: usize) -> G::Projective {
+    let (windows, copies) = ((sums.len() * copies) as u32, copies as u32);
+    sums.iter().enumerate().rev().fold(G::Projective::identity(), |acc, (g, sum)| {
+        (0..window_width(c, windows, copies, g as u32)).fold(acc, |acc, _| acc.double()) + sum
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use blstrs::{G1Projective, Scalar};
+    use ff::{Field, PrimeField};
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::backend::cuda::ffi::msm::{copy_span, windows_for, G1};
+    use crate::backend::cuda::msm::plan::widest_window;
+
+    /// buckets.cuh's `msm_count` for one scalar: the (bucket key, negative, copy) of each
+    /// nonzero digit of its `windows` windows of at most c bits over `copies` copies.
+    fn digits(k: &Scalar, c: u32, windows: u32, copies: u32) -> Vec<(u32, bool, u32)> {
+        let limbs: Vec<u32> =
+            k.to_repr().as_ref().chunks(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+        let bits = |off: u32, width: u32| {
+            let i = (off / 32) as usize;
+            let v = limbs[i] as u64 | limbs.get(i + 1).map_or(0, |&l| (l as u64) << 32);
+            (v >> (off % 32)) as u32 & ((1 << width) - 1)
+        };
+        let group = windows / copies;
+        let (mut off, mut carry, mut out) = (0, 0, Vec::new());
+        for w in 0..windows {
+            let width = window_width(c, windows, copies, w);
+            let v = bits(off, width) + carry;
+            off += width;
+            let negative = v > 1 << (width - 1);
+            let magnitude = if negative { (1 << width) - v } else { v };
+            carry = negative as u32;
+            if magnitude != 0 {
+                out.push((((w % group) << (c - 1)) + magnitude - 1, negative, w / group));
+            }
+        }
+        assert_eq!(carry, 0, "a carry out of the top window");
+        out
+    }
+
+    #[test]
+    fn the_sorts_buckets_over_any_copies_sum_to_the_msm() {
+        // The plan's sort and sums modelled on the host: each point of copy q (2^(q·span)·P)
+        // into its digit's bucket, each set's Σ_d d·bucket_d, the sets combined.
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(27);
+        let n = 6;
+        let points: Vec<G1Projective> = (0..n).map(|_| G1Projective::random(&mut rng)).collect();
+        let mut scalars: Vec<Scalar> = (0..n - 2).map(|_| Scalar::random(&mut rng)).collect();
+        scalars.extend([-Scalar::ONE, Scalar::ONE]);
+        let expected: G1Projective = points.iter().zip(&scalars).map(|(p, k)| p * k).sum();
+        // (plan bits, copies): plain, a copy per window, and fewer copies.
+        let shapes =
+            [(16, 1), (21, 1), (22, 12), (24, 11), (22, 2), (22, 3), (22, 4), (22, 6), (5, 2), (5, 13), (2, 64)];
+        for (bits, copies) in shapes {
+            let (c, windows) = (widest_window(bits), windows_for(bits) as u32);
+            assert_eq!(windows % copies, 0, "{bits} bits, {copies} copies");
+            let span = copy_span(copies);
+            let mut buckets: HashMap<u32, G1Projective> = HashMap::new();
+            for (p, k) in points.iter().zip(&scalars) {
+                for (key, negative, q) in digits(k, c, windows, copies) {
+                    let copy = (0..q * span).fold(*p, |p, _| p.double());
+                    *buckets.entry(key).or_insert_with(G1Projective::identity) += if negative { -copy } else { copy };
+                }
+            }
+            let sets: Vec<G1Projective> = (0..windows / copies)
+                .map(|g| {
+                    let set = buckets.iter().filter(|(&key, _)| key >> (c - 1) == g);
+                    set.map(|(&key, b)| b * Scalar::from(((key & ((1 << (c - 1)) - 1)) + 1) as u64)).sum()
+                })
+                .collect();
+            assert_eq!(combine::<G1>(&sets, c, copies as usize), expected, "{bits} bits, {copies} copies");
+        }
+    }
 }

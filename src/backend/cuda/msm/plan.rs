@@ -3,7 +3,7 @@
 //! are summed (items per thread, reduction levels, window segments). Safe arithmetic only:
 //! the sort and the sums are `ffi/msm.rs`'s launches, which take these choices.
 
-use crate::backend::cuda::ffi::msm::{windows_for, Buckets, Digits, BINS, MAX_WINDOW_BITS};
+use crate::backend::cuda::ffi::msm::{windows_for, Buckets, Copies, Digits, BINS, MAX_WINDOW_BITS, SCAN_TILE};
 use crate::error::{Error, Result};
 
 /// Items one thread sums at each reduction level (`L` in accumulate.cuh). The rule: enough
@@ -18,11 +18,13 @@ pub(crate) const LEVEL_THREADS: usize = 1 << 19;
 /// Items per bucket the window sums take from the last level: few enough that one thread
 /// adds them while the segments stay balanced (refit as the items per thread above).
 pub(crate) const FINAL_ITEMS: usize = 8;
-/// Entries from which a shifted plan bins them before placing them. The rule: bin once the
-/// entries (4 bytes each) overflow the L2 cache (50 MB on the H200) by an order of magnitude:
-/// at 2^24 points (800 MB) one pass cost 2 ms more than two, at 2^22 (220 MB) binning cost
-/// 0.7 ms more. Refit with `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted` on
-/// builds of both sides of the threshold.
+/// Entries from which a plan over a copy per window bins them before placing them (its
+/// windows' entries all go to one set of buckets; a plan over fewer copies places them a
+/// window at a time as plain ones do, and leaves the binned pairs' room, 8 bytes an entry, to
+/// its copies). The rule: bin once the entries (4 bytes each) overflow the L2 cache (50 MB on
+/// the H200) by an order of magnitude: at 2^24 points (800 MB) one pass cost 2 ms more than
+/// two, at 2^22 (220 MB) binning cost 0.7 ms more. Refit with `gpu_report --proofs 0
+/// --max-lg-msm 24 --msm-bases shifted` on builds of both sides of the threshold.
 pub(crate) const BINNED_ENTRIES: usize = 1 << 27;
 /// Bucket segments a window-sum launch aims for: enough threads to fill the device (132 SMs
 /// of up to 2048 threads, four times over for the tail). Refit with `gpu_report` as above.
@@ -30,9 +32,12 @@ pub(crate) const SEGMENT_THREADS: usize = 1 << 16;
 /// Window bits of plans over plain bases, a set of buckets per window: ⌈256/c⌉·2^(c−1)
 /// buckets within two levels of scan tiles (2^24) for c ≤ 21.
 pub(crate) const WINDOW_BITS: std::ops::RangeInclusive<u32> = 2..=21;
-/// Window bits of plans over shifted bases, whose windows share 2^(c−1) buckets: as wide as
-/// the digits' kernel reads.
+/// Window bits of plans over shifted bases, whose windows share 2^(c−1) buckets (a copy per
+/// window) or a few times that (fewer copies, within MAX_KEYS): as wide as the digits' kernel
+/// reads.
 pub(crate) const SHIFTED_WINDOW_BITS: std::ops::RangeInclusive<u32> = 2..=MAX_WINDOW_BITS;
+/// Most buckets of a plan: what two levels of scan tiles take.
+pub(crate) const MAX_KEYS: usize = SCAN_TILE * SCAN_TILE;
 
 /// The widest window when ⌈256/c⌉ windows share the 256 bits as evenly as they can (the
 /// others are a bit narrower; buckets.cuh): c itself, or less where c leaves the top window
@@ -103,27 +108,30 @@ pub(crate) fn segments_for(windows: usize, c: u32) -> (usize, usize) {
 }
 
 /// How the scalars of `n` points are cut into digits of windows of at most c bits, over
-/// plain bases or `shifted` ones of that many points per copy.
-pub(crate) fn digits_for(n: usize, c: u32, shifted: Option<usize>) -> Digits {
+/// plain bases or `shifted` copies of them.
+pub(crate) fn digits_for(n: usize, c: u32, shifted: Option<Copies>) -> Digits {
     let c = widest_window(c);
-    let keys = 1usize << (c - 1);
-    let binned = shifted.is_some() && n * windows_for(c) >= BINNED_ENTRIES;
-    Digits { c, shared: shifted, bin_shift: binned.then(|| bins_for(keys).0) }
+    let keys = (windows_for(c) / shifted.map_or(windows_for(c), |s| s.copies)) << (c - 1);
+    let one_set = shifted.is_some_and(|s| s.copies == windows_for(c));
+    let binned = one_set && n * windows_for(c) >= BINNED_ENTRIES;
+    Digits { c, shifted, bin_shift: binned.then(|| bins_for(keys).0) }
 }
 
-/// Whether the sort's kernels take `n` scalars in windows of `c` bits over plain or
-/// `shifted` bases: their entries are 32-bit words whose top bit is the digit's sign, so
-/// n < 2^31 points (and, shifted, as many points in all copies), and n·⌈256/c⌉ entries in
-/// 32 bits.
+/// Whether the sort's kernels take `n` scalars in windows of `c` bits over plain bases or
+/// `copies` shifted copies: their entries are 32-bit words whose top bit is the digit's
+/// sign, so n < 2^31 points (and, shifted, as many points in all copies), and n·⌈256/c⌉
+/// entries in 32 bits.
 ///
 /// # Errors
 /// [`Error::DeviceLimit`] naming the count that does not fit.
-pub(crate) fn check_sort_limits(n: usize, c: u32, shifted: bool) -> Result<()> {
+pub(crate) fn check_sort_limits(n: usize, c: u32, copies: Option<usize>) -> Result<()> {
     let entries = n.saturating_mul(windows_for(widest_window(c)));
-    let (what, limit, got) = match shifted {
-        true => ("MSM points in all shifted copies", (1 << 31) - 1, entries),
-        false if n >= 1 << 31 => ("MSM points", (1 << 31) - 1, n),
-        false => ("MSM entries (points times windows)", u32::MAX as usize, entries),
+    let (what, limit, got) = match copies {
+        Some(copies) if n.saturating_mul(copies) >= 1 << 31 => {
+            ("MSM points in all shifted copies", (1 << 31) - 1, n.saturating_mul(copies))
+        }
+        None if n >= 1 << 31 => ("MSM points", (1 << 31) - 1, n),
+        _ => ("MSM entries (points times windows)", u32::MAX as usize, entries),
     };
     match got <= limit {
         true => Ok(()),
@@ -154,13 +162,14 @@ impl Plan {
 
     /// Whether this is the plan a sort of `n` scalars with `c`-bit windows over `shifted`
     /// bases would make (so another group's MSM over the same scalars can take it).
-    pub(crate) fn serves(&self, n: usize, c: u32, shifted: Option<usize>) -> bool {
+    pub(crate) fn serves(&self, n: usize, c: u32, shifted: Option<Copies>) -> bool {
         self.buckets.n == n && self.buckets.digits == digits_for(n, c, shifted)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::window::{copies_window_bits, shifted_window_bits, window_bits};
     use super::*;
     use crate::backend::cuda::ffi::msm::window_width;
 
@@ -177,7 +186,7 @@ mod tests {
     fn windows_share_the_256_bits_evenly() {
         for c in WINDOW_BITS {
             let (wide, windows) = (widest_window(c), windows_for(c) as u32);
-            let widths: Vec<u32> = (0..windows).map(|w| window_width(wide, windows, w)).collect();
+            let widths: Vec<u32> = (0..windows).map(|w| window_width(wide, windows, 1, w)).collect();
             assert_eq!(widths.iter().sum::<u32>(), 256, "c = {c}: {widths:?}");
             assert!(wide <= c && widths.iter().all(|&b| b == wide || b == wide - 1), "c = {c}: {widths:?}");
         }
@@ -188,26 +197,35 @@ mod tests {
     fn only_large_shifted_plans_bin_their_entries() {
         let binned = |lg: usize, shifted: bool| {
             let n = 1 << lg;
-            let c = super::super::window::plan_window_bits(n, shifted);
-            digits_for(n, c, shifted.then_some(n)).bin_shift.is_some()
+            let c = if shifted { shifted_window_bits(n) } else { window_bits(n) };
+            let copies = shifted.then(|| Copies { points: n, copies: windows_for(c) });
+            digits_for(n, c, copies).bin_shift.is_some()
         };
         assert!(binned(24, true) && !binned(22, true) && !binned(24, false));
     }
 
     #[test]
     fn the_sorts_limits_take_filecoins_sizes_and_refuse_larger_ones() {
-        use crate::backend::cuda::msm::plan_window_bits;
-        // 2^27 (a PoRep partition's domain): plain and shifted.
+        let plan_window_bits = |n, shifted| if shifted { shifted_window_bits(n) } else { window_bits(n) };
+        // 2^27 (a PoRep partition's domain): plain, a copy per window, and 2 to 6 copies.
+        let copies = |n, shifted: bool| shifted.then(|| windows_for(plan_window_bits(n, shifted)));
         for shifted in [false, true] {
             let n = 1 << 27;
-            assert!(check_sort_limits(n, plan_window_bits(n, shifted), shifted).is_ok(), "2^27, shifted {shifted}");
+            let c = plan_window_bits(n, shifted);
+            assert!(check_sort_limits(n, c, copies(n, shifted)).is_ok(), "2^27, shifted {shifted}");
         }
-        // 2^28 shifted: 12 copies of 2^28 points pass 2^31; plain windows still fit 32 bits.
+        for t in 2..=6 {
+            let c = copies_window_bits(1 << 27, t).unwrap();
+            assert!(check_sort_limits(1 << 27, c, Some(t)).is_ok(), "2^27, {t} copies");
+        }
+        // 2^28: a copy per window, or 8 copies, pass 2^31 points (7 do not); plain windows
+        // still fit 32 bits.
         let n = 1 << 28;
-        let e = check_sort_limits(n, plan_window_bits(n, true), true).unwrap_err();
+        let e = check_sort_limits(n, plan_window_bits(n, true), copies(n, true)).unwrap_err();
         assert!(matches!(e, Error::DeviceLimit { limit, .. } if limit == (1 << 31) - 1), "{e}");
-        assert!(check_sort_limits(n, plan_window_bits(n, false), false).is_ok());
-        assert!(matches!(check_sort_limits(1 << 31, 21, false), Err(Error::DeviceLimit { .. })));
+        assert!(check_sort_limits(n, 22, Some(8)).is_err() && check_sort_limits(n, 22, Some(7)).is_ok());
+        assert!(check_sort_limits(n, plan_window_bits(n, false), None).is_ok());
+        assert!(matches!(check_sort_limits(1 << 31, 21, None), Err(Error::DeviceLimit { .. })));
     }
 
     #[test]

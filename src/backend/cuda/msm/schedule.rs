@@ -14,7 +14,7 @@ use super::combine;
 use super::plan::{digits_for, levels, window_range, Plan};
 use super::scratch::MsmScratch;
 use super::window::window_bits;
-use crate::backend::cuda::ffi::msm::{Group, MsmKernels};
+use crate::backend::cuda::ffi::msm::{Copies, Group, MsmKernels};
 use crate::backend::cuda::ffi::{download, mark, upload, wait_for, DeviceVec, InFlight, Staging};
 use crate::error::Result;
 
@@ -49,7 +49,7 @@ impl Msms<'_> {
         &self,
         scalars: &DeviceVec<Scalar>,
         range: std::ops::Range<usize>,
-        (c, shifted): (u32, Option<usize>),
+        (c, shifted): (u32, Option<Copies>),
     ) -> Result<Plan> {
         assert!(window_range(shifted.is_some()).contains(&c), "window of {c} bits");
         let digits = digits_for(range.len(), c, shifted);
@@ -74,10 +74,7 @@ impl Msms<'_> {
     fn finish<G: Group>(&self, plan: &Plan, sums: &DeviceVec<G::Projective>) -> Result<G::Projective> {
         let mut host = vec![G::Projective::identity(); plan.buckets.sets()];
         download(self.stream, self.staging, sums, &mut host, true)?.wait()?;
-        Ok(match plan.buckets.digits.shared {
-            Some(_) => host[0], // the windows were shifted into one set
-            None => combine::<G>(&host, plan.c()),
-        })
+        Ok(combine::<G>(&host, plan.c(), plan.buckets.digits.copies()))
     }
 
     /// The sum of an MSM done or started on this stream (into `sums`), once it is done.

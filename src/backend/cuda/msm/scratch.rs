@@ -9,12 +9,15 @@ use crate::backend::cuda::ffi::msm::{windows_for, BucketRoom, Group, MsmBuffers}
 use crate::error::Result;
 
 /// What a plan's sort may need: the most buckets, entries, binned entries and levels of any
-/// plan of `n` points with `c`-bit windows (a bucket set per window, a bucket holding at most
-/// n entries; or one set for all, `shifted`, up to n·windows).
-fn room_for(n: usize, c: u32, shifted: bool) -> BucketRoom {
+/// plan of `n` points with `c`-bit windows over plain bases (a bucket set per window, a
+/// bucket holding at most n entries) or `copies` shifted copies (a set per window of a
+/// copy's group, up to n·copies entries a bucket; large plans over a copy per window bin
+/// their entries, [`BINNED_ENTRIES`]).
+fn room_for(n: usize, c: u32, copies: Option<usize>) -> BucketRoom {
     let (windows, keys) = (windows_for(c), 1 << (c - 1));
-    let (sets, fullest) = if shifted { (1, n * windows) } else { (windows, n) };
-    let binned = if shifted && n * windows >= BINNED_ENTRIES { n * windows } else { 0 };
+    let copies_or_one = copies.unwrap_or(1);
+    let (sets, fullest) = (windows / copies_or_one, n * copies_or_one);
+    let binned = if copies == Some(windows) && n * windows >= BINNED_ENTRIES { n * windows } else { 0 };
     BucketRoom { keys: sets * keys, entries: n * windows, binned, levels: levels_for(fullest, MIN_THREAD_ITEMS) }
 }
 
@@ -34,8 +37,8 @@ pub(crate) struct MsmScratch {
 }
 
 impl MsmScratch {
-    /// Sizes the buffers for plans of up to `n` points with `c`-bit windows, over plain or
-    /// `shifted` bases, and the sums of group `G` over them.
+    /// Sizes the buffers for plans of up to `n` points with `c`-bit windows, over plain bases
+    /// or `copies` shifted copies, and the sums of group `G` over them.
     ///
     /// # Errors
     /// [`Error::DeviceOutOfMemory`](crate::Error::DeviceOutOfMemory) when the device cannot
@@ -43,10 +46,10 @@ impl MsmScratch {
     ///
     /// # Panics
     /// If `c` is outside the plans' [window range](window_range).
-    pub(crate) fn reserve<G: Group>(&mut self, n: usize, c: u32, shifted: bool) -> Result<()> {
-        assert!(window_range(shifted).contains(&c), "window of {c} bits");
+    pub(crate) fn reserve<G: Group>(&mut self, n: usize, c: u32, copies: Option<usize>) -> Result<()> {
+        assert!(window_range(copies.is_some()).contains(&c), "window of {c} bits");
         let c = widest_window(c);
-        self.reserve_room::<G>(room_for(n, c, shifted), c)
+        self.reserve_room::<G>(room_for(n, c, copies), c)
     }
 
     /// Sizes the buffers for sorts that `need`, in windows of `c` bits, and group G's sums.
@@ -71,10 +74,10 @@ impl MsmScratch {
         self.buffers.grow_sums::<G>([bound(1), bound(0)], sets * per_window)
     }
 
-    /// Whether the buffers hold any plan of `n` points with `c`-bit windows over plain or
-    /// `shifted` bases.
-    pub(crate) fn fits(&self, n: usize, c: u32, shifted: bool) -> bool {
-        covers(&self.room, &room_for(n, widest_window(c), shifted))
+    /// Whether the buffers hold any plan of `n` points with `c`-bit windows over plain bases
+    /// or `copies` shifted copies.
+    pub(crate) fn fits(&self, n: usize, c: u32, copies: Option<usize>) -> bool {
+        covers(&self.room, &room_for(n, widest_window(c), copies))
     }
 
     /// Sizes the split's rooms (`split.rs`) for MSMs of up to `n` points in group G: the
@@ -90,9 +93,9 @@ impl MsmScratch {
         self.buffers.grow_split::<G>(room)?;
         // A plan of fewer points may take a window a bit narrower, and so more entries.
         let c = window_bits(room);
-        self.reserve::<G>(room, c, false)?;
+        self.reserve::<G>(room, c, None)?;
         match c > *window_range(false).start() {
-            true => self.reserve::<G>(room, c - 1, false),
+            true => self.reserve::<G>(room, c - 1, None),
             false => Ok(()),
         }
     }
@@ -106,13 +109,13 @@ impl MsmScratch {
 #[cfg(test)]
 mod tests {
     use super::super::plan::{thread_items, LEVEL_THREADS, MAX_THREAD_ITEMS};
-    use super::super::window::plan_window_bits;
+    use super::super::window::shifted_window_bits;
     use super::*;
     use crate::backend::cuda::ffi::msm::{level_items, SCAN_TILE};
 
     #[test]
     fn shifted_plans_share_one_bucket_set_and_room_for_its_fullest_bucket() {
-        let (plain, shifted) = (room_for(1 << 20, 19, false), room_for(1 << 20, 19, true));
+        let (plain, shifted) = (room_for(1 << 20, 19, None), room_for(1 << 20, 19, Some(14)));
         assert_eq!((plain.keys, shifted.keys, plain.entries, shifted.entries), (14 << 18, 1 << 18, 14 << 20, 14 << 20));
         // A scalar repeated n times puts every window's digit into one shared bucket.
         assert_eq!(shifted.levels, levels_for(14 << 20, MIN_THREAD_ITEMS));
@@ -120,7 +123,8 @@ mod tests {
         // Only large shifted plans bin their entries before placing them: 2^24 points, not 2^22.
         let binned = |lg: usize, shifted| {
             let n = 1 << lg;
-            room_for(n, widest_window(plan_window_bits(n, shifted)), shifted).binned
+            let c = widest_window(if shifted { shifted_window_bits(n) } else { window_bits(n) });
+            room_for(n, c, shifted.then(|| windows_for(c))).binned
         };
         assert_eq!((binned(24, true), binned(22, true), binned(24, false)), (12 << 24, 0, 0));
         assert!(
@@ -128,7 +132,19 @@ mod tests {
                 && !covers(&plain, &BucketRoom { binned: 1, ..plain })
         );
         // The widest shifted windows (24 bits) keep their buckets within two levels of scan tiles.
-        assert!(room_for(1 << 26, widest_window(24), true).keys <= SCAN_TILE * SCAN_TILE);
+        assert!(room_for(1 << 26, widest_window(24), Some(11)).keys <= SCAN_TILE * SCAN_TILE);
+    }
+
+    #[test]
+    fn fewer_copies_take_a_set_per_window_of_a_group_and_fuller_buckets() {
+        // 22-bit windows at 2^27: 12 windows over 3 copies, 4 sets; a bucket takes up to 3n,
+        // placed a window at a time (not binned, unlike a copy per window's).
+        let n = 1 << 27;
+        let room = room_for(n, 22, Some(3));
+        assert_eq!((room.keys, room.entries, room.binned), (4 << 21, 12 * n, 0));
+        assert_eq!(room_for(n, 22, Some(12)).binned, 12 * n);
+        assert_eq!(room.levels, levels_for(3 * n, MIN_THREAD_ITEMS));
+        assert!(room.keys <= SCAN_TILE * SCAN_TILE);
     }
 
     #[test]

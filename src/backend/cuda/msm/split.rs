@@ -86,7 +86,7 @@ impl Msms<'_> {
         let buffers = self.scratch.buffers();
         let split = self.kernels.split(self.stream, buffers, (scalars, range), buffers.split_room::<G>())?;
         let c = window_bits(split.others);
-        if !split.kept || !self.scratch.fits(split.others, c, false) {
+        if !split.kept || !self.scratch.fits(split.others, c, None) {
             return Ok(None);
         }
         let mut total = G::Projective::identity();
@@ -194,6 +194,6 @@ mod tests {
         // its one window sum leaves it as it is.
         assert_eq!(segments_for(1, 2), (1, 2));
         let p = G1Projective::generator() * Scalar::from(12345);
-        assert_eq!(combine::<G1>(&[p], 2), p);
+        assert_eq!(combine::<G1>(&[p], 2, 1), p);
     }
 }

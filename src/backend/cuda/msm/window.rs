@@ -1,8 +1,9 @@
 //! The window width of an MSM: the c that minimises its additions, into buckets and then
-//! reducing the buckets, for plans over plain bases (a set of buckets per window) or shifted
-//! ones (one set all windows share).
+//! reducing the buckets, for plans over plain bases (a set of buckets per window), shifted
+//! ones (a copy per window, one set all windows share) or fewer copies (a set per window of
+//! a copy's group); and which of these an MSM's bases take, cheapest first.
 
-use super::plan::{SHIFTED_WINDOW_BITS, WINDOW_BITS};
+use super::plan::{MAX_KEYS, SHIFTED_WINDOW_BITS, WINDOW_BITS};
 use crate::backend::cuda::ffi::msm::windows_for;
 
 /// Window bits for `n` points: the c that minimises the additions into buckets,
@@ -22,24 +23,50 @@ pub fn shifted_window_bits(n: usize) -> u32 {
     cheapest_window(n, SHIFTED_WINDOW_BITS, true)
 }
 
-/// The window bits of a plan of `n` points over plain or `shifted` bases.
-pub(crate) fn plan_window_bits(n: usize, shifted: bool) -> u32 {
-    if shifted {
-        shifted_window_bits(n)
-    } else {
-        window_bits(n)
+/// Window bits for `n` points over `copies` shifted copies of their bases, each copy serving
+/// a group of windows/copies windows whose g-th windows share a set of buckets: a copy per
+/// window of [`shifted_window_bits`] when that is their count, else the c that minimises
+/// n·⌈256/c⌉ + 6·(windows/copies)·2^(c−1) among those whose windows the copies divide, the
+/// sets' buckets at most MAX_KEYS (c = 22 for 2 to 6 copies at 2^27); `None` when there is
+/// none.
+pub fn copies_window_bits(n: usize, copies: usize) -> Option<u32> {
+    let shifted = shifted_window_bits(n);
+    if copies == windows_for(shifted) {
+        return Some(shifted);
     }
+    let fits = |c: u32| copies > 0 && windows_for(c) % copies == 0 && (windows_for(c) / copies) << (c - 1) <= MAX_KEYS;
+    SHIFTED_WINDOW_BITS.filter(|&c| fits(c)).min_by_key(|&c| cost(n, c, windows_for(c) / copies))
 }
 
-/// The c in `bits` that minimises n·⌈256/c⌉ + 6·sets·2^(c−1): a set of buckets per window, or
-/// one set they all share.
+/// The shifted copies for which an MSM of `n` points costs less than over plain bases,
+/// cheapest first (ties: fewer copies first): a copy per window
+/// ([`shifted_window_bits`]), then fewer, each taking its own window
+/// ([`copies_window_bits`]). So a key's placement tries them in turn, as memory allows.
+pub(crate) fn copies_by_cost(n: usize) -> Vec<usize> {
+    let plain = window_bits(n);
+    let plain = cost(n, plain, windows_for(plain));
+    let mut copies: Vec<(usize, usize)> = (2..=windows_for(shifted_window_bits(n)))
+        .filter_map(|t| {
+            let c = copies_window_bits(n, t)?;
+            let sets = windows_for(c) / t;
+            (cost(n, c, sets) < plain).then_some((cost(n, c, sets), t))
+        })
+        .collect();
+    copies.sort_unstable();
+    copies.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The c in `bits` that minimises [`cost`]: a set of buckets per window, or one set they all
+/// share.
 fn cheapest_window(n: usize, bits: std::ops::RangeInclusive<u32>, shared: bool) -> u32 {
-    let cost = |c: u32| {
-        let windows = windows_for(c);
-        let sets = if shared { 1 } else { windows };
-        n * windows + ((6 * sets) << (c - 1))
-    };
-    bits.min_by_key(|&c| cost(c)).expect("a nonempty range")
+    let sets = |c: u32| if shared { 1 } else { windows_for(c) };
+    bits.min_by_key(|&c| cost(n, c, sets(c))).expect("a nonempty range")
+}
+
+/// The additions of an MSM of `n` points in windows of c bits with `sets` bucket sets, in
+/// mixed additions: n·⌈256/c⌉ into buckets, about 6 a bucket to reduce them.
+fn cost(n: usize, c: u32, sets: usize) -> usize {
+    n * windows_for(c) + ((6 * sets) << (c - 1))
 }
 
 #[cfg(test)]
@@ -54,5 +81,30 @@ mod tests {
         let shifted: Vec<u32> = [0usize, 1, 1 << 10, 1 << 20, 1 << 24, 1 << 26].map(shifted_window_bits).to_vec();
         assert!(shifted.windows(2).all(|w| w[0] <= w[1]), "{shifted:?}");
         assert_eq!((shifted[3], shifted[4]), (19, 22), "{shifted:?}");
+    }
+
+    #[test]
+    fn fewer_copies_take_windows_they_divide_and_cost_between_plain_and_shifted() {
+        let n = 1 << 27;
+        for copies in 2..=6 {
+            let c = copies_window_bits(n, copies);
+            assert!(c.is_some_and(|c| windows_for(c) % copies == 0), "{copies} copies: {c:?}");
+        }
+        assert_eq!(copies_window_bits(n, 2), Some(22));
+        assert_eq!(copies_window_bits(n, 0), None);
+        let by_cost = copies_by_cost(n);
+        let all = windows_for(shifted_window_bits(n));
+        assert_eq!(by_cost.first(), Some(&all), "{by_cost:?}");
+        assert!(by_cost.contains(&2) && by_cost.contains(&3), "{by_cost:?}");
+        let costs: Vec<usize> = by_cost
+            .iter()
+            .map(|&t| {
+                let c = copies_window_bits(n, t).unwrap();
+                cost(n, c, windows_for(c) / t)
+            })
+            .collect();
+        assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{by_cost:?}: {costs:?}");
+        let plain = cost(n, window_bits(n), windows_for(window_bits(n)));
+        assert!(costs.iter().all(|&k| k < plain), "{costs:?} against {plain}");
     }
 }
