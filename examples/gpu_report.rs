@@ -24,13 +24,15 @@ use rayon::prelude::*;
 
 /// What `--help` prints.
 const USAGE: &str = "cargo run --release --features cuda --example gpu_report -- [--lg-m 16] [--proofs 32] \\
-    [--max-lg-ntt 26] [--max-lg-msm 24] [--msm-windows 19,20] [--msm-bases both] [--pacing-jobs 0]
+    [--max-lg-ntt 26] [--max-lg-msm 24] [--msm-windows 19,20] [--msm-bases both] [--msm-copies 2,3] \
+    [--pacing-jobs 0]
 `--proofs 0` stops after the bandwidth, NTT and MSM sections; `--split-others 17,40,62` times
 the bit-heavy MSMs with that many others per thousand scalars (47.3 % ones, the rest zeros;
 default 17, as Filecoin's PoRep witness); `--pacing-jobs 0` skips the
 pacing study; `--msm-windows` times the MSMs at each of these window widths (2..=21 over plain
 bases, 2..=24 over shifted ones) instead of the pipeline's choice; `--msm-bases` times them
-over `plain` bases, `shifted` ones or `both`.";
+over `plain` bases, `shifted` ones (a copy per window) or `both`; `--msm-copies` adds rows
+over that many shifted copies, each serving a group of windows (at the pipeline's window).";
 
 /// Device memory bandwidth measured on the H200 (device-to-device copy, bytes read + written).
 const DEVICE_BYTES_PER_S: f64 = 4.3e12;
@@ -46,6 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--max-lg-msm",
             "--msm-windows",
             "--msm-bases",
+            "--msm-copies",
             "--split-others",
             "--pacing-jobs",
         ],
@@ -63,19 +66,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (windows, split_others) = (list("--msm-windows", "")?, list("--split-others", "17")?);
     let bases = flags.get("--msm-bases", String::from("both"))?;
-    let layouts = match bases.as_str() {
-        "plain" => &[false][..],
-        "shifted" => &[true],
-        "both" => &[false, true],
+    let mut layouts = match bases.as_str() {
+        "plain" => vec![Layout::Plain],
+        "shifted" => vec![Layout::Shifted],
+        "both" => vec![Layout::Plain, Layout::Shifted],
         other => return Err(format!("--msm-bases: plain, shifted or both, not {other}").into()),
     };
+    layouts.extend(list("--msm-copies", "")?.into_iter().map(|t| Layout::Copies(t as usize)));
     let device = CudaDevice::open(0)?;
     println!("pinprove gpu_report on {} (device 0)", device.name());
     let mut gpu = Bench::new(&device)?;
 
     h2d(&device, &mut gpu)?;
     ntt(&mut gpu, max_lg_ntt)?;
-    msm(&mut gpu, max_lg_msm, &windows, layouts)?;
+    msm(&mut gpu, max_lg_msm, &windows, &layouts)?;
     split(&mut gpu, max_lg_msm, &split_others)?;
     drop(gpu);
     if proofs == 0 {
@@ -140,11 +144,22 @@ fn ntt(gpu: &mut Bench, max_lg: u32) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// How the MSM rows' bases are laid out on the device.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    Plain,
+    /// A copy per window.
+    Shifted,
+    /// This many copies, each serving a group of windows.
+    Copies(usize),
+}
+
 /// G1 and G2 MSMs with resident bases, plain or shifted (`layouts`), and random scalars:
 /// median of 3 after a warm-up, split into the scalars' copy, the bucket sort (plan) and the
-/// sums; at each of `windows` (bits), or at the pipeline's choice when it is empty. Shifted
-/// bases are made for each size and window (their setup: upload and copies, wall time).
-fn msm(gpu: &mut Bench, max_lg: u32, windows: &[u32], layouts: &[bool]) -> Result<(), Box<dyn std::error::Error>> {
+/// sums; at each of `windows` (bits), or at the pipeline's choice when it is empty (over
+/// fewer copies: the pipeline's choice alone). Shifted bases are made for each size and
+/// window (their setup: upload and copies, wall time).
+fn msm(gpu: &mut Bench, max_lg: u32, windows: &[u32], layouts: &[Layout]) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "\nMSM on the device (median of 3)   bases    window   h2d ms   plan ms   sums ms   total ms   ns/point   setup s"
     );
@@ -226,7 +241,7 @@ struct MsmSizes<'a> {
     max_lg: u32,
     scalars: Vec<Scalar>,
     choices: Vec<Option<u32>>,
-    layouts: &'a [bool],
+    layouts: &'a [Layout],
 }
 
 /// A group's MSM on the device.
@@ -242,19 +257,29 @@ impl MsmSizes<'_> {
         upload: fn(&mut Bench, &[P], BasesLayout) -> pinprove::Result<B>,
         msm: DeviceMsm<B, S>,
     ) -> Result<(), pinprove::Error> {
-        for &shifted in self.layouts {
-            let plain = (!shifted).then(|| upload(gpu, points, BasesLayout::Plain)).transpose()?;
+        for &layout in self.layouts {
+            let plain = matches!(layout, Layout::Plain).then(|| upload(gpu, points, BasesLayout::Plain)).transpose()?;
             for lg in (20..=self.max_lg).step_by(2) {
                 let s = &self.scalars[..1 << lg];
-                for &c in &self.choices {
+                let choices = match layout {
+                    Layout::Copies(_) => &[None][..],
+                    _ => &self.choices,
+                };
+                for &c in choices {
                     let start = Instant::now();
                     let own;
-                    let (bases, window, layout, setup, bits) = match &plain {
-                        Some(plain) => (plain, c, "plain", String::new(), cuda::window_bits(1 << lg)),
-                        None => {
+                    let (bases, window, name, setup, bits) = match (&plain, layout) {
+                        (Some(plain), _) => (plain, c, "plain".to_owned(), String::new(), cuda::window_bits(1 << lg)),
+                        (None, Layout::Copies(copies)) => {
+                            own = upload(gpu, &points[..1 << lg], BasesLayout::Copies { copies })?;
+                            let setup = format!("{:>9.2}", start.elapsed().as_secs_f64());
+                            let bits = cuda::copies_window_bits(1 << lg, copies).unwrap_or(0);
+                            (&own, None, format!("{copies} copies"), setup, bits)
+                        }
+                        (None, _) => {
                             own = upload(gpu, &points[..1 << lg], BasesLayout::Shifted { window: c })?;
                             let setup = format!("{:>9.2}", start.elapsed().as_secs_f64());
-                            (&own, None, "shifted", setup, cuda::shifted_window_bits(1 << lg))
+                            (&own, None, "shifted".to_owned(), setup, cuda::shifted_window_bits(1 << lg))
                         }
                     };
                     msm(gpu, bases, s, window)?; // warm-up
@@ -263,7 +288,7 @@ impl MsmSizes<'_> {
                     runs.sort_by_key(|r| r.plan + r.sums);
                     let (r, total) = (runs[1], runs[1].plan + runs[1].sums);
                     println!(
-                        "  {group} 2^{lg:<2}                 {layout:<8} {:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {setup}",
+                        "  {group} 2^{lg:<2}                 {name:<8} {:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {setup}",
                         c.unwrap_or(bits),
                         report::ms(r.h2d),
                         report::ms(r.plan),

@@ -4,11 +4,14 @@
 # figures of benches/README: 2^26, 16 proofs (on a device over 100 GB also under
 # `--memory-limit 100`, whose placement is the plain bases', beside the H MSM's shifted
 # copies without it); 2^24, two batches of 64, and the peer's 4 proofs on the same file;
-# 2^27, 16 proofs. Logs under $OUT/logs; the files' own logs gathered into files.txt at each
-# stage's end (the device tool returns few files from a call killed at its limit). The 2^27
-# recording (one thread) is made while the 2^24 rows and the peer's run, to fit the call.
-# Argument: the seconds it may take; a stage that would not finish is left out.
+# 2^27, 16 proofs (on a device over 130 GB also under `--memory-limit 120`: the plain bases'
+# placement beside the H MSM's fewer copies). Logs under $OUT/logs; the files' own logs
+# gathered into files.txt at each stage's end (the device tool returns few files from a call
+# killed at its limit). The 2^27 recording (one thread) is made while the 2^24 rows and the
+# peer's run, to fit the call. Arguments: the seconds it may take (a stage that would not
+# finish is left out), and the sizes to run (default 26,24,27; the peer runs with 2^24).
 L=${1:-540}; T0=$(date +%s); left() { echo $((L - ($(date +%s) - T0))); }
+S=",${2:-26,24,27},"; runs() { case $S in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 H=.device/head P=.device/peer W=/tmp/sha256 G=$OUT/logs
 mkdir -p "$W/logs" "$G"
 ended() { echo "rc=$? at $(($(date +%s) - T0)) s"; }
@@ -27,21 +30,33 @@ ours() { # seconds, K, log name, vs_peer's other flags
 }
 { nvidia-smi; nproc; free -g; df -h /tmp; } >"$G/machine.txt" 2>&1
 mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-key 26 & recording 26 & key 24 & recording 24 &
+runs 26 && { key 26 & recording 26 & }
+runs 24 && { key 24 & recording 24 & }
 wait
 gather
-ours 90 26 v26 --proofs 16
-[ "$mib" -gt 110000 ] && ours 90 26 v26_limit100 --proofs 16 --memory-limit 100
-rm -f "$W/k26" "$W/r26"
-recording 27 &
-[ "$(left)" -gt 100 ] && ours 100 24 v24 --proofs 64 --batches 2
-[ "$(left)" -gt 60 ] && {
-  timeout 50 $P/peer prove --params "$W/k24" --shape sha256 --lg-m 24 --proofs 4 --warmup 1 >"$G/peer24.txt" 2>&1
-  ended >>"$G/peer24.txt"
+runs 26 && {
+  ours 90 26 v26 --proofs 16
+  [ "$mib" -gt 110000 ] && ours 90 26 v26_limit100 --proofs 16 --memory-limit 100
+  rm -f "$W/k26" "$W/r26"
 }
-rm -f "$W/k24" "$W/r24"
-key 27 &
-wait
-gather
-[ "$(left)" -gt 50 ] && ours $(($(left) - 3)) 27 v27 --proofs 16
+runs 27 && recording 27 &
+runs 24 && {
+  [ "$(left)" -gt 100 ] && ours 100 24 v24 --proofs 64 --batches 2
+  [ "$(left)" -gt 60 ] && {
+    timeout 50 $P/peer prove --params "$W/k24" --shape sha256 --lg-m 24 --proofs 4 --warmup 1 >"$G/peer24.txt" 2>&1
+    ended >>"$G/peer24.txt"
+  }
+  rm -f "$W/k24" "$W/r24"
+}
+runs 27 && {
+  key 27 &
+  wait
+  gather
+  if [ "$mib" -gt 130000 ]; then
+    [ "$(left)" -gt 100 ] && ours $((($(left) - 6) / 2)) 27 v27 --proofs 16
+    [ "$(left)" -gt 50 ] && ours $(($(left) - 3)) 27 v27_limit120 --proofs 16 --memory-limit 120
+  else
+    [ "$(left)" -gt 50 ] && ours $(($(left) - 3)) 27 v27 --proofs 16
+  fi
+}
 echo "total $(($(date +%s) - T0)) s" >>"$G/machine.txt"
