@@ -4,9 +4,8 @@
 # figures of benches/README: 2^26, 16 proofs (on a device over 100 GB also under
 # `--memory-limit 100`, whose placement is the plain bases', beside the H MSM's shifted
 # copies without it); 2^24, two batches of 64, and the peer's 4 proofs on the same file;
-# 2^27, 16 proofs (on a device over 130 GB also under `--memory-limit 135` and `120`: two
-# copies of the H MSM's bases, and the plain bases' placement, beside the copies the backend
-# chooses). Logs under $OUT/logs; the files' own logs
+# 2^27, 16 proofs (on a device over 130 GB also under `--memory-limit 120`: the plain bases'
+# placement, beside the H MSM's fewer copies). Logs under $OUT/logs; the files' own logs
 # gathered into files.txt at each stage's end (the device tool returns few files from a call
 # killed at its limit). The 2^27 recording (one thread) is made while the 2^24 rows and the
 # peer's run, to fit the call. Arguments: the seconds it may take (a stage that would not
@@ -54,8 +53,7 @@ runs 27 && {
   wait
   gather
   if [ "$mib" -gt 130000 ]; then
-    [ "$(left)" -gt 150 ] && ours $((($(left) - 9) / 3)) 27 v27 --proofs 16
-    [ "$(left)" -gt 100 ] && ours $((($(left) - 6) / 2)) 27 v27_limit135 --proofs 16 --memory-limit 135
+    [ "$(left)" -gt 100 ] && ours $((($(left) - 6) / 2)) 27 v27 --proofs 16
     [ "$(left)" -gt 50 ] && ours $(($(left) - 3)) 27 v27_limit120 --proofs 16 --memory-limit 120
   else
     [ "$(left)" -gt 50 ] && ours $(($(left) - 3)) 27 v27 --proofs 16

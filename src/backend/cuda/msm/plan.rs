@@ -18,13 +18,12 @@ pub(crate) const LEVEL_THREADS: usize = 1 << 19;
 /// Items per bucket the window sums take from the last level: few enough that one thread
 /// adds them while the segments stay balanced (refit as the items per thread above).
 pub(crate) const FINAL_ITEMS: usize = 8;
-/// Entries from which a plan over a copy per window bins them before placing them (its
-/// windows' entries all go to one set of buckets; a plan over fewer copies places them a
-/// window at a time as plain ones do, and leaves the binned pairs' room, 8 bytes an entry, to
-/// its copies). The rule: bin once the entries (4 bytes each) overflow the L2 cache (50 MB on
-/// the H200) by an order of magnitude: at 2^24 points (800 MB) one pass cost 2 ms more than
-/// two, at 2^22 (220 MB) binning cost 0.7 ms more. Refit with `gpu_report --proofs 0
-/// --max-lg-msm 24 --msm-bases shifted` on builds of both sides of the threshold.
+/// Entries from which a plan over shifted bases bins them before placing them. The rule: bin
+/// once the entries (4 bytes each) overflow the L2 cache (50 MB on the H200) by an order of
+/// magnitude: at 2^24 points (800 MB) one pass cost 2 ms more than two, at 2^22 (220 MB)
+/// binning cost 0.7 ms more (a copy per window); over 3 copies one pass cost 3 ms more at
+/// 2^24 on an H100. Refit with `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted
+/// --msm-copies 2,3,4,6` on builds of both sides of the threshold.
 pub(crate) const BINNED_ENTRIES: usize = 1 << 27;
 /// Bucket segments a window-sum launch aims for: enough threads to fill the device (132 SMs
 /// of up to 2048 threads, four times over for the tail). Refit with `gpu_report` as above.
@@ -112,8 +111,7 @@ pub(crate) fn segments_for(windows: usize, c: u32) -> (usize, usize) {
 pub(crate) fn digits_for(n: usize, c: u32, shifted: Option<Copies>) -> Digits {
     let c = widest_window(c);
     let keys = (windows_for(c) / shifted.map_or(windows_for(c), |s| s.copies)) << (c - 1);
-    let one_set = shifted.is_some_and(|s| s.copies == windows_for(c));
-    let binned = one_set && n * windows_for(c) >= BINNED_ENTRIES;
+    let binned = shifted.is_some() && n * windows_for(c) >= BINNED_ENTRIES;
     Digits { c, shifted, bin_shift: binned.then(|| bins_for(keys).0) }
 }
 

@@ -11,13 +11,13 @@ use crate::error::Result;
 /// What a plan's sort may need: the most buckets, entries, binned entries and levels of any
 /// plan of `n` points with `c`-bit windows over plain bases (a bucket set per window, a
 /// bucket holding at most n entries) or `copies` shifted copies (a set per window of a
-/// copy's group, up to n·copies entries a bucket; large plans over a copy per window bin
-/// their entries, [`BINNED_ENTRIES`]).
+/// copy's group, up to n·copies entries a bucket; large plans bin their entries,
+/// [`BINNED_ENTRIES`]).
 fn room_for(n: usize, c: u32, copies: Option<usize>) -> BucketRoom {
     let (windows, keys) = (windows_for(c), 1 << (c - 1));
     let copies_or_one = copies.unwrap_or(1);
     let (sets, fullest) = (windows / copies_or_one, n * copies_or_one);
-    let binned = if copies == Some(windows) && n * windows >= BINNED_ENTRIES { n * windows } else { 0 };
+    let binned = if copies.is_some() && n * windows >= BINNED_ENTRIES { n * windows } else { 0 };
     BucketRoom { keys: sets * keys, entries: n * windows, binned, levels: levels_for(fullest, MIN_THREAD_ITEMS) }
 }
 
@@ -137,12 +137,10 @@ mod tests {
 
     #[test]
     fn fewer_copies_take_a_set_per_window_of_a_group_and_fuller_buckets() {
-        // 22-bit windows at 2^27: 12 windows over 3 copies, 4 sets; a bucket takes up to 3n,
-        // placed a window at a time (not binned, unlike a copy per window's).
+        // 22-bit windows at 2^27: 12 windows over 3 copies, 4 sets; a bucket takes up to 3n.
         let n = 1 << 27;
         let room = room_for(n, 22, Some(3));
-        assert_eq!((room.keys, room.entries, room.binned), (4 << 21, 12 * n, 0));
-        assert_eq!(room_for(n, 22, Some(12)).binned, 12 * n);
+        assert_eq!((room.keys, room.entries, room.binned), (4 << 21, 12 * n, 12 * n));
         assert_eq!(room.levels, levels_for(3 * n, MIN_THREAD_ITEMS));
         assert!(room.keys <= SCAN_TILE * SCAN_TILE);
     }
