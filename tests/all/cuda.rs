@@ -563,17 +563,27 @@ fn keys_shifted_shifted_h_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     let (grouped_h, grouped) = proofs_on(&device.clone().with_memory_limit(fewer_h), &key, 4).unwrap();
     let KeyPlacement::ShiftedH { copies } = grouped.key_placement else { panic!("{grouped:?}") };
     assert!(copies < all && grouped.backend_bytes <= fewer_h, "{grouped:?}, limit {fewer_h}");
-    // Room for everything but the H MSM's copies (and three quarters of one, for the sorts'
-    // rooms, which differ between plans): the bases alone.
+    // Room for everything but the H MSM's copies and the witness's MSMs' own scratch (and
+    // three quarters of a copy, for the sorts' rooms, which differ between plans): the bases
+    // alone, sorted whole.
     let copy = (part.shifted_bytes - part.key_bytes) / (all - 1);
-    let bases_only = part.backend_bytes - (all - 1) * copy + copy * 3 / 4;
+    let bare_limit = part.backend_bytes - part.witness_scratch_bytes - (all - 1) * copy + copy * 3 / 4;
+    let bare = device.clone().with_memory_limit(bare_limit);
+    bare.backend(&key).unwrap();
+    let bare = bare.report();
+    assert_eq!(bare.key_placement, KeyPlacement::Resident, "{bare:?}");
+    // With room for the witness's scratch and as much again beside them, but for less than a
+    // copy more (the copies come only with that room too): the bases alone, the witness's
+    // MSMs beside H's.
+    let witness = grouped.witness_scratch_bytes;
+    let bases_only = bare.backend_bytes - bare.witness_scratch_bytes + 2 * witness + copy / 2;
     let (resident, plain) = proofs_on(&device.clone().with_memory_limit(bases_only), &key, 4).unwrap();
     assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
     assert!(plain.backend_bytes <= bases_only && plain.shifted_bytes == 0, "{plain:?}, limit {bases_only}");
-    // All three have room for the witness's MSMs' own scratch: they ran beside the H MSM.
+    // All four have room for the witness's MSMs' own scratch: they ran beside the H MSM.
     // Half of it less: they follow it.
-    let witness_scratch = [&report, &part, &plain].map(|r| r.witness_scratch_bytes);
-    assert!(witness_scratch.iter().all(|&b| b > 0), "{report:?}\n{part:?}\n{plain:?}");
+    let witness_scratch = [&report, &part, &grouped, &plain].map(|r| r.witness_scratch_bytes);
+    assert!(witness_scratch.iter().all(|&b| b > 0), "{report:?}\n{part:?}\n{grouped:?}\n{plain:?}");
     let sorts_whole = plain.backend_bytes - plain.witness_scratch_bytes;
     let after_h = sorts_whole + plain.witness_scratch_bytes / 2;
     let (one_stream, alone) = proofs_on(&device.clone().with_memory_limit(after_h), &key, 4).unwrap();
