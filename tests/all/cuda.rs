@@ -572,11 +572,10 @@ fn keys_shifted_shifted_h_resident_in_chunks_or_streamed_prove_bit_for_bit() {
     bare.backend(&key).unwrap();
     let bare = bare.report();
     assert_eq!(bare.key_placement, KeyPlacement::Resident, "{bare:?}");
-    // With room for the witness's scratch and as much again beside them, but for less than a
-    // copy more (the copies come only with that room too): the bases alone, the witness's
-    // MSMs beside H's.
-    let witness = grouped.witness_scratch_bytes;
-    let bases_only = bare.backend_bytes - bare.witness_scratch_bytes + 2 * witness + copy / 2;
+    // The least room, an eighth of a copy at a time, in which the witness's scratch comes
+    // too: the bases alone, the witness's MSMs beside H's (the copies come only with that
+    // room and more).
+    let bases_only = least_room(&device, &key, (bare.backend_bytes, copy / 8), |r| r.witness_scratch_bytes > 0);
     let (resident, plain) = proofs_on(&device.clone().with_memory_limit(bases_only), &key, 4).unwrap();
     assert_eq!(plain.key_placement, KeyPlacement::Resident, "{plain:?}");
     assert!(plain.backend_bytes <= bases_only && plain.shifted_bytes == 0, "{plain:?}, limit {bases_only}");
