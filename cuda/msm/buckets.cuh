@@ -3,10 +3,12 @@
 // MSM, step 1: which bucket each point goes to. Each scalar, out of Montgomery form, is cut
 // into `windows` signed digits. The windows take their points from `copies` copies of the
 // bases, windows/copies consecutive windows each (a group): plain bases are one copy, and
-// shifted ones (shift.cuh) hold copy q = 2^(q·span)·P, span = ⌈256/copies⌉ bits. Every group
-// shares the span alike: its first ⌈256/copies⌉ − group·(c − 1) windows take c bits, the
-// others c − 1 (over plain bases: the 256 bits as evenly as they can be, the wider windows
-// first, so the top one is no narrower than the rest and its buckets no fuller). Booth-style,
+// shifted ones (shift.cuh) hold copy q = 2^(offset of window q·group)·P. The first
+// 256 − windows·(c − 1) windows take c bits, the others c − 1: the 256 bits as evenly as they
+// can be, the wider windows first, so the top one is no narrower than the rest and its
+// buckets no fuller. Over more than one copy of more than one window each, the g-th windows
+// of every group must be alike: the wide ones are then the first g of each group, as many as
+// the copies divide the count into, rounded up (⌈256/copies⌉ bits a group). Booth-style,
 // a digit above half its range, 2^(width−1), becomes digit − 2^width with a carry into the
 // next window, so |digit| ≤ 2^(width−1), and a scalar below 2^255 leaves no carry out of the
 // top window. Digit d ≠ 0 of window w, the g-th of its group, puts the point of copy
@@ -36,13 +38,13 @@ __device__ __forceinline__ uint32_t window_bits(const fr_t& k, uint32_t off, uin
     return (uint32_t)(v >> (off % 32)) & ((1u << c) - 1);
 }
 
-// The signed digit of window w, the g-th of its group, which starts at bit `off` (advanced
-// past it), given the carry out of window w − 1 (updated): false when it is zero, else its
-// bucket key g·2^(c−1) + |d| − 1 and whether d < 0. Windows g < wide of a group take c bits.
-__device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, uint32_t wide, uint32_t g, uint32_t& off,
+// The signed digit of window w, the g-th of its group, `wide` (c bits) or not (c − 1), which
+// starts at bit `off` (advanced past it), given the carry out of window w − 1 (updated): false
+// when it is zero, else its bucket key g·2^(c−1) + |d| − 1 and whether d < 0.
+__device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, bool wide, uint32_t g, uint32_t& off,
                                       uint32_t& carry, uint32_t& key, bool& negative)
 {
-    const uint32_t width = c - 1 + (g < wide), half = 1u << (width - 1);
+    const uint32_t width = c - 1 + wide, half = 1u << (width - 1);
     const uint32_t v = window_bits(k, off, width) + carry;
     off += width;
     negative = v > half;
@@ -52,10 +54,14 @@ __device__ __forceinline__ bool digit(const fr_t& k, uint32_t c, uint32_t wide, 
     return magnitude != 0;
 }
 
-// The windows of c bits in each group of `group` windows, when `copies` groups share the
-// scalar's bits: group·(c − 1) < ⌈256/copies⌉ ≤ group·c.
-__device__ __forceinline__ uint32_t wide_windows(uint32_t c, uint32_t group, uint32_t copies)
-{   return (256 + copies - 1) / copies - group * (c - 1);   }
+// How many windows take c bits, counted in the order g·copies + q (window g of copy q's
+// group): 256 − windows·(c − 1), a multiple of the copies over several copies of several
+// windows each. Window (g, q) takes c bits when g·copies + q is below it.
+__device__ __forceinline__ uint32_t wide_windows(uint32_t c, uint32_t windows, uint32_t copies)
+{
+    const uint32_t wide = 256 - windows * (c - 1);
+    return windows / copies > 1 && copies > 1 ? (wide + copies - 1) / copies * copies : wide;
+}
 
 // A window's digit word: key | sign << 31, or NO_DIGIT for a zero digit (keys stay below 2^31).
 #define NO_DIGIT 0xffffffffu
@@ -76,18 +82,19 @@ __device__ __forceinline__ void msm_count(const fr_t* scalars, uint32_t n, uint3
         return;
     fr_t k = scalars[i];
     k.from();
-    const uint32_t group = windows / copies, wide = wide_windows(c, group, copies);
-    uint32_t off = 0, carry = 0, key, g = 0;
+    const uint32_t group = windows / copies, wide = wide_windows(c, windows, copies);
+    uint32_t off = 0, carry = 0, key, g = 0, q = 0;
     bool negative;
     #pragma unroll 1
     for (uint32_t w = 0; w < windows; w++) {
         uint32_t word = NO_DIGIT;
-        if (digit(k, c, wide, g, off, carry, key, negative)) {
+        if (digit(k, c, g * copies + q < wide, g, off, carry, key, negative)) {
             atomicAdd(&counts[key], 1);
             word = key | (uint32_t)negative << 31;
         }
         digits[(size_t)w * n + i] = word;
-        g = g + 1 == group ? 0 : g + 1;
+        if (++g == group)
+            g = 0, q++;
     }
 }
 

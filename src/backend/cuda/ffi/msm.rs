@@ -39,18 +39,15 @@ pub(crate) fn windows_for(c: u32) -> usize {
 }
 
 /// The width of window w of `windows` windows of at most c bits over `copies` copies of the
-/// bases (1: plain bases): each copy serves a group of windows/copies consecutive windows,
-/// which share ⌈256/copies⌉ bits ([`copy_span`]), the first ⌈256/copies⌉ − group·(c − 1)
-/// of them taking c bits (buckets.cuh). One copy: the 256 bits as evenly as they can be.
+/// bases (1: plain bases), each copy serving a group of windows/copies consecutive windows:
+/// the first 256 − windows·(c − 1) windows take c bits, the others c − 1, counted window g of
+/// every group before window g + 1 of any, and over several copies of several windows each as
+/// many as the copies divide, rounded up, so that the g-th windows of every group are alike
+/// (buckets.cuh).
 pub(crate) fn window_width(c: u32, windows: u32, copies: u32, w: u32) -> u32 {
-    let group = windows / copies;
-    c - 1 + u32::from(w % group < copy_span(copies) - group * (c - 1))
-}
-
-/// The bits one copy's group of windows spans over `copies` copies: copy q of shifted bases
-/// is 2^(q·span)·P (shift.cuh).
-pub(crate) fn copy_span(copies: u32) -> u32 {
-    256u32.div_ceil(copies)
+    let (group, wide) = (windows / copies, 256 - windows * (c - 1));
+    let wide = if group > 1 && copies > 1 { wide.next_multiple_of(copies) } else { wide };
+    c - 1 + u32::from((w % group) * copies + w / group < wide)
 }
 
 /// The windows of a copy's group and the points per copy, as the scatter's kernels take them:

@@ -1,13 +1,13 @@
 //! An MSM's bases as the device reaches them: on the device, as they are or followed by
-//! their shifted copies, copy q = 2^(q·span)·P (`cuda/msm/shift.cuh`), each serving a group
-//! of windows (a copy per window: the windows share one set of buckets); or in page-locked
-//! host memory, copied up a chunk at a time.
+//! their shifted copies, copy q = 2^(offset of its first window)·P (`cuda/msm/shift.cuh`),
+//! each serving a group of windows (a copy per window: the windows share one set of
+//! buckets); or in page-locked host memory, copied up a chunk at a time.
 
 use cust::stream::Stream;
 
-use super::plan::SHIFTED_WINDOW_BITS;
+use super::plan::{widest_window, SHIFTED_WINDOW_BITS};
 use super::window::{copies_window_bits, shifted_window_bits, window_bits};
-use crate::backend::cuda::ffi::msm::{copy_span, windows_for, Copies, Group, MsmKernels};
+use crate::backend::cuda::ffi::msm::{window_width, windows_for, Copies, Group, MsmKernels};
 use crate::backend::cuda::ffi::{from_cust, upload_at, DeviceVec, HostElem, Staging};
 use crate::error::Result;
 
@@ -112,7 +112,7 @@ pub(crate) fn copies(shift: Option<Shift>) -> usize {
     shift.map_or(1, |s| s.copies)
 }
 
-/// The doublings from each copy of shifted bases to the next: the bits a copy's group of
+/// The doublings from each copy of shifted bases to the next: the bits the copy's group of
 /// windows spans.
 ///
 /// # Panics
@@ -121,7 +121,10 @@ pub(crate) fn copies(shift: Option<Shift>) -> usize {
 fn doublings(shift: Shift) -> Vec<u32> {
     let Shift { c, copies } = shift;
     assert!(SHIFTED_WINDOW_BITS.contains(&c) && windows_for(c) % copies == 0, "{shift:?}");
-    vec![copy_span(copies as u32); copies - 1]
+    let (c, windows) = (widest_window(c), windows_for(c) as u32);
+    let group = windows / copies as u32;
+    let width = |w| window_width(c, windows, copies as u32, w);
+    (0..copies as u32 - 1).map(|q| (q * group..(q + 1) * group).map(width).sum()).collect()
 }
 
 /// One MSM's bases, as the kernels reach them.
@@ -137,9 +140,6 @@ pub(crate) enum Bases<'a, T: HostElem> {
 mod tests {
     use super::*;
 
-    use crate::backend::cuda::ffi::msm::window_width;
-    use crate::backend::cuda::msm::plan::widest_window;
-
     #[test]
     fn each_copy_is_doubled_up_to_its_groups_first_window() {
         let mut shifts: Vec<Shift> = SHIFTED_WINDOW_BITS.map(Shift::per_window).collect();
@@ -148,8 +148,8 @@ mod tests {
             let d = doublings(shift);
             assert_eq!(d.len() + 1, copies(Some(shift)), "{shift:?}");
             // Copy q is 2^(offset of window q·group) times the bases: the widths of the
-            // windows before it. The windows cover the scalar's 256 bits, and every group
-            // spans the same bits.
+            // windows before it. The windows cover the scalar's 256 bits; over several copies
+            // of several windows each, the g-th windows of every group are alike.
             let (c, windows) = (widest_window(shift.c), windows_for(shift.c) as u32);
             let widths: Vec<u32> = (0..windows).map(|w| window_width(c, windows, shift.copies as u32, w)).collect();
             let group = windows as usize / shift.copies;
@@ -157,6 +157,9 @@ mod tests {
                 assert_eq!(widths[q * group..][..group].iter().sum::<u32>(), doubled, "{shift:?}: {widths:?}");
             }
             assert!(widths.iter().sum::<u32>() >= 256 && widths.iter().all(|&b| b == c || b + 1 == c), "{shift:?}");
+            if group > 1 {
+                assert!(widths.chunks(group).all(|g| g == &widths[..group]), "{shift:?}: {widths:?}");
+            }
         }
     }
 }

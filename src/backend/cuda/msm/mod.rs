@@ -55,7 +55,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::backend::cuda::ffi::msm::{copy_span, windows_for, G1};
+    use crate::backend::cuda::ffi::msm::{windows_for, G1};
     use crate::backend::cuda::msm::plan::widest_window;
 
     /// buckets.cuh's `msm_count` for one scalar: the (bucket key, negative, copy) of each
@@ -101,11 +101,13 @@ mod tests {
         for (bits, copies) in shapes {
             let (c, windows) = (widest_window(bits), windows_for(bits) as u32);
             assert_eq!(windows % copies, 0, "{bits} bits, {copies} copies");
-            let span = copy_span(copies);
+            let group = windows / copies;
+            // Copy q: 2^(offset of its group's first window)·P.
+            let offset = |q: u32| (0..q * group).map(|w| window_width(c, windows, copies, w)).sum::<u32>();
             let mut buckets: HashMap<u32, G1Projective> = HashMap::new();
             for (p, k) in points.iter().zip(&scalars) {
                 for (key, negative, q) in digits(k, c, windows, copies) {
-                    let copy = (0..q * span).fold(*p, |p, _| p.double());
+                    let copy = (0..offset(q)).fold(*p, |p, _| p.double());
                     *buckets.entry(key).or_insert_with(G1Projective::identity) += if negative { -copy } else { copy };
                 }
             }
