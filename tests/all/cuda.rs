@@ -216,19 +216,23 @@ fn gpu_msm_equals_cpu_msm_from_2_13_to_2_22() {
 /// CPU's: every kind of scalar at each size, over every count of copies from 2 to 12 that
 /// some window takes at that size.
 fn copies_cases<G: DeviceMsm>(gpu: &mut Bench, sizes: &[usize], bases: &[G::Affine]) -> (usize, Vec<String>) {
+    // Each size's and kind's scalars and the CPU's MSM of them, once for every count of copies.
+    let expected: Vec<(usize, Scalars, Vec<Scalar>, G)> = sizes
+        .iter()
+        .flat_map(|&n| KINDS.iter().enumerate().map(move |(i, &kind)| (n, kind, scalars(kind, n, (n + i) as u64))))
+        .map(|(n, kind, s)| {
+            let sum = msm::<G>(&bases[..n], &s);
+            (n, kind, s, sum)
+        })
+        .collect();
     let (mut cases, mut failures) = (0, Vec::new());
     for copies in 2..=12 {
         let Some(c) = copies_window_bits(bases.len(), copies) else { continue };
         let copied = G::upload(gpu, bases, BasesLayout::Copies { copies }).unwrap();
-        for &n in sizes {
-            for (i, &kind) in KINDS.iter().enumerate() {
-                let s = scalars(kind, n, (n + i) as u64);
-                let case = format!("{copies} copies ({c}-bit windows), n = {n}, {kind:?}");
-                cases += 1;
-                failures.extend(
-                    verdict(G::msm(gpu, &copied, &s, None), &msm::<G>(&bases[..n], &s)).map(|f| format!("{case}: {f}")),
-                );
-            }
+        for (n, kind, s, sum) in &expected {
+            let case = format!("{copies} copies ({c}-bit windows), n = {n}, {kind:?}");
+            cases += 1;
+            failures.extend(verdict(G::msm(gpu, &copied, s, None), sum).map(|f| format!("{case}: {f}")));
         }
     }
     (cases, failures)

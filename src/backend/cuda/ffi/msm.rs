@@ -425,6 +425,11 @@ impl Digits {
     pub(crate) fn copies(&self) -> usize {
         self.shifted.map_or(1, |s| s.copies)
     }
+
+    /// Buckets of all sets: 2^(c−1) for each window of a copy's group.
+    pub(crate) fn keys(&self) -> usize {
+        (windows_for(self.c) / self.copies()) << (self.c - 1)
+    }
 }
 
 impl Buckets {
@@ -470,7 +475,7 @@ impl MsmKernels {
         assert!(n * windows <= u32::MAX as usize && n < 1 << 31, "{n} points overflow 32-bit entries");
         let fits = |s: Copies| s.points >= n && windows % s.copies == 0 && s.points * s.copies < 1 << 31;
         assert!(digits.shifted.is_none_or(fits), "{digits:?} for {n} points");
-        let keys = (windows / digits.copies()) << (c - 1);
+        let keys = digits.keys();
         let (total, fullest) = self.count(stream, buffers, scalars.at(range.start), (n, windows, keys), digits)?;
         match digits.bin_shift {
             Some(shift) => self.scatter_binned(stream, buffers, (n, windows, keys, total), digits.shifted, shift)?,

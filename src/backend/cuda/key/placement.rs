@@ -177,8 +177,10 @@ fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<
             Err(e) => return Err(e),
         },
     };
-    let h_copies = witness.map_or_else(Vec::new, |_| copies_by_cost(g1_msm_lengths(&key.shape())[0]));
-    let shifted_h = h_copies.into_iter().map(|copies| (KeyPlacement::ShiftedH { copies }, witness.unwrap_or(0)));
+    let h_copies = witness.map(|beside| (copies_by_cost(g1_msm_lengths(&key.shape())[0]), beside));
+    let shifted_h = h_copies
+        .into_iter()
+        .flat_map(|(copies, beside)| copies.into_iter().map(move |copies| (KeyPlacement::ShiftedH { copies }, beside)));
     for (fewer, beside) in shifted_h.chain([(KeyPlacement::Resident, 0)]) {
         match held {
             Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {

@@ -109,10 +109,9 @@ pub(crate) fn segments_for(windows: usize, c: u32) -> (usize, usize) {
 /// How the scalars of `n` points are cut into digits of windows of at most c bits, over
 /// plain bases or `shifted` copies of them.
 pub(crate) fn digits_for(n: usize, c: u32, shifted: Option<Copies>) -> Digits {
-    let c = widest_window(c);
-    let keys = (windows_for(c) / shifted.map_or(windows_for(c), |s| s.copies)) << (c - 1);
-    let binned = shifted.is_some() && n * windows_for(c) >= BINNED_ENTRIES;
-    Digits { c, shifted, bin_shift: binned.then(|| bins_for(keys).0) }
+    let digits = Digits { c: widest_window(c), shifted, bin_shift: None };
+    let binned = shifted.is_some() && n * windows_for(digits.c) >= BINNED_ENTRIES;
+    Digits { bin_shift: binned.then(|| bins_for(digits.keys()).0), ..digits }
 }
 
 /// Whether the sort's kernels take `n` scalars in windows of `c` bits over plain bases or

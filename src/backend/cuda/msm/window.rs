@@ -48,8 +48,8 @@ pub(crate) fn copies_by_cost(n: usize) -> Vec<usize> {
     let mut copies: Vec<(usize, usize)> = (2..=windows_for(shifted_window_bits(n)))
         .filter_map(|t| {
             let c = copies_window_bits(n, t)?;
-            let sets = windows_for(c) / t;
-            (cost(n, c, sets) < plain).then_some((cost(n, c, sets), t))
+            let k = cost(n, c, windows_for(c) / t);
+            (k < plain).then_some((k, t))
         })
         .collect();
     copies.sort_unstable();
