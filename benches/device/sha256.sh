@@ -1,9 +1,9 @@
 #!/bin/bash
 # On the GPU machine: the sha256 chain through pinprove's gadget, witness-only, from the
 # key's and the recording's files made in the call (`peer synth`, `examples/synthesis`), the
-# figures of benches/README: 2^26, 16 proofs (on a device over 100 GB also under
-# `--memory-limit 100`, whose placement is the plain bases', beside the H MSM's shifted
-# copies without it); 2^24, two batches of 64, and the peer's 4 proofs on the same file;
+# figures of benches/README: 2^26, 16 proofs, and again with the H MSM's bases plain (under
+# `--memory-limit 100` on a device over 110 GB, beside a copy per window; under 64 on
+# smaller ones, beside the fewer copies that fit); 2^24, two batches of 64, and the peer's 4 proofs on the same file;
 # 2^27, 16 proofs (on a device over 130 GB also under `--memory-limit 120`: the plain bases'
 # placement, beside the H MSM's fewer copies). Logs under $OUT/logs; the files' own logs
 # gathered into files.txt at each stage's end (the device tool returns few files from a call
@@ -36,7 +36,11 @@ wait
 gather
 runs 26 && {
   ours 90 26 v26 --proofs 16
-  [ "$mib" -gt 110000 ] && ours 90 26 v26_limit100 --proofs 16 --memory-limit 100
+  if [ "$mib" -gt 110000 ]; then
+    ours 90 26 v26_limit100 --proofs 16 --memory-limit 100
+  else
+    ours 90 26 v26_limit64 --proofs 16 --memory-limit 64
+  fi
   rm -f "$W/k26" "$W/r26"
 }
 runs 27 && recording 27 &
