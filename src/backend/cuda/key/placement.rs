@@ -169,7 +169,7 @@ fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<
     let mut held = resident_key(gpu, key, KeyPlacement::Shifted, scratch, 0);
     // Room for the witness's scratch and as much again free (`witness_scratch`); none: the
     // H MSM's copies are not taken.
-    let witness = match &held {
+    let beside = match &held {
         Ok(_) => None,
         Err(_) => match reserve_witness(key) {
             Ok((_, bytes)) => Some(2 * bytes),
@@ -177,10 +177,10 @@ fn place_bases(gpu: &Gpu, key: HostKey<'_>, scratch: &mut MsmScratch) -> Result<
             Err(e) => return Err(e),
         },
     };
-    let h_copies = witness.map(|beside| (copies_by_cost(g1_msm_lengths(&key.shape())[0]), beside));
-    let shifted_h = h_copies
-        .into_iter()
-        .flat_map(|(copies, beside)| copies.into_iter().map(move |copies| (KeyPlacement::ShiftedH { copies }, beside)));
+    let h_points = g1_msm_lengths(&key.shape())[0];
+    let shifted_h = beside.into_iter().flat_map(|beside| {
+        copies_by_cost(h_points).into_iter().map(move |copies| (KeyPlacement::ShiftedH { copies }, beside))
+    });
     for (fewer, beside) in shifted_h.chain([(KeyPlacement::Resident, 0)]) {
         match held {
             Err(e @ (Error::DeviceOutOfMemory { .. } | Error::DeviceLimit { .. })) => {
