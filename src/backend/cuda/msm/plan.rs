@@ -166,7 +166,7 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
-    use super::super::window::{copies_window_bits, shifted_window_bits, window_bits};
+    use super::super::window::{copies_window_bits, plain_or_shifted};
     use super::*;
     use crate::backend::cuda::ffi::msm::window_width;
 
@@ -194,22 +194,18 @@ mod tests {
     fn only_large_shifted_plans_bin_their_entries() {
         let binned = |lg: usize, shifted: bool| {
             let n = 1 << lg;
-            let c = if shifted { shifted_window_bits(n) } else { window_bits(n) };
-            let copies = shifted.then(|| Copies { points: n, copies: windows_for(c) });
-            digits_for(n, c, copies).bin_shift.is_some()
+            let (c, copies) = plain_or_shifted(n, shifted);
+            digits_for(n, c, copies.map(|copies| Copies { points: n, copies })).bin_shift.is_some()
         };
         assert!(binned(24, true) && !binned(22, true) && !binned(24, false));
     }
 
     #[test]
     fn the_sorts_limits_take_filecoins_sizes_and_refuse_larger_ones() {
-        let plan_window_bits = |n, shifted| if shifted { shifted_window_bits(n) } else { window_bits(n) };
         // 2^27 (a PoRep partition's domain): plain, a copy per window, and 2 to 6 copies.
-        let copies = |n, shifted: bool| shifted.then(|| windows_for(plan_window_bits(n, shifted)));
         for shifted in [false, true] {
-            let n = 1 << 27;
-            let c = plan_window_bits(n, shifted);
-            assert!(check_sort_limits(n, c, copies(n, shifted)).is_ok(), "2^27, shifted {shifted}");
+            let (c, copies) = plain_or_shifted(1 << 27, shifted);
+            assert!(check_sort_limits(1 << 27, c, copies).is_ok(), "2^27, shifted {shifted}");
         }
         for t in 2..=6 {
             let c = copies_window_bits(1 << 27, t).unwrap();
@@ -218,10 +214,11 @@ mod tests {
         // 2^28: a copy per window, or 8 copies, pass 2^31 points (7 do not); plain windows
         // still fit 32 bits.
         let n = 1 << 28;
-        let e = check_sort_limits(n, plan_window_bits(n, true), copies(n, true)).unwrap_err();
+        let (c, copies) = plain_or_shifted(n, true);
+        let e = check_sort_limits(n, c, copies).unwrap_err();
         assert!(matches!(e, Error::DeviceLimit { limit, .. } if limit == (1 << 31) - 1), "{e}");
         assert!(check_sort_limits(n, 22, Some(8)).is_err() && check_sort_limits(n, 22, Some(7)).is_ok());
-        assert!(check_sort_limits(n, plan_window_bits(n, false), None).is_ok());
+        assert!(check_sort_limits(n, plain_or_shifted(n, false).0, None).is_ok());
         assert!(matches!(check_sort_limits(1 << 31, 21, None), Err(Error::DeviceLimit { .. })));
     }
 

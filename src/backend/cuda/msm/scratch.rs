@@ -109,7 +109,7 @@ impl MsmScratch {
 #[cfg(test)]
 mod tests {
     use super::super::plan::{thread_items, LEVEL_THREADS, MAX_THREAD_ITEMS};
-    use super::super::window::shifted_window_bits;
+    use super::super::window::plain_or_shifted;
     use super::*;
     use crate::backend::cuda::ffi::msm::{level_items, SCAN_TILE};
 
@@ -123,8 +123,8 @@ mod tests {
         // Only large shifted plans bin their entries before placing them: 2^24 points, not 2^22.
         let binned = |lg: usize, shifted| {
             let n = 1 << lg;
-            let c = widest_window(if shifted { shifted_window_bits(n) } else { window_bits(n) });
-            room_for(n, c, shifted.then(|| windows_for(c))).binned
+            let (c, copies) = plain_or_shifted(n, shifted);
+            room_for(n, widest_window(c), copies).binned
         };
         assert_eq!((binned(24, true), binned(22, true), binned(24, false)), (12 << 24, 0, 0));
         assert!(

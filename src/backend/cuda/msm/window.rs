@@ -56,6 +56,16 @@ pub(crate) fn copies_by_cost(n: usize) -> Vec<usize> {
     copies.into_iter().map(|(_, t)| t).collect()
 }
 
+/// The window bits and copies (`None`: plain bases) of a plan of `n` points over plain bases
+/// or a copy per window: the two plans the tests of the sorts' sizes hold against each other.
+#[cfg(test)]
+pub(crate) fn plain_or_shifted(n: usize, shifted: bool) -> (u32, Option<usize>) {
+    match shifted {
+        true => (shifted_window_bits(n), Some(windows_for(shifted_window_bits(n)))),
+        false => (window_bits(n), None),
+    }
+}
+
 /// The c in `bits` that minimises [`cost`]: a set of buckets per window, or one set they all
 /// share.
 fn cheapest_window(n: usize, bits: std::ops::RangeInclusive<u32>, shared: bool) -> u32 {
