@@ -31,6 +31,19 @@ pub(crate) const MAX_WINDOW_BITS: u32 = 24;
 /// slots; refit with `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted`).
 const BIN_TILE: u32 = BIN_THREADS * BIN_ITEMS;
 const PLACE_REGIONS: usize = 8;
+/// Bytes of slots the place pass's runs in flight may spread over: two thirds of the L2
+/// cache's 50 MB (H100 and H200 alike), so that at 2^26 over 2 copies (192 bins of 4.2e6
+/// entries, 16.8 MB of slots each) two runs go at once rather than eight; at 2^24 over a copy
+/// per window (3 MB a bin) all eight still do. Refit with `gpu_report --proofs 0 --max-lg-msm
+/// 26 --msm-bases plain --msm-copies 2 --split-others ""` on builds of several values.
+const PLACE_SLOT_BYTES: usize = 32 << 20;
+
+/// Runs the place pass takes at once over `total` pairs in `bins` bins: PLACE_REGIONS, fewer
+/// when that many bins' slots would overflow PLACE_SLOT_BYTES, at least one.
+fn place_regions(total: usize, bins: usize) -> usize {
+    let bin_bytes = (total / bins.max(1)).max(1) * size_of::<u32>();
+    (PLACE_SLOT_BYTES / bin_bytes).clamp(1, PLACE_REGIONS)
+}
 
 /// Windows of at most c bits: ⌈256/c⌉ of them, so that the last signed digit's carry is
 /// absorbed (buckets.cuh).
@@ -802,15 +815,16 @@ impl MsmKernels {
                 binned.ptr_mut(),
             )?
         };
-        let region = total.div_ceil(PLACE_REGIONS).next_multiple_of(32);
-        let grid = blocks(PLACE_REGIONS * region, THREADS);
+        let regions = place_regions(total, bins);
+        let region = total.div_ceil(regions).next_multiple_of(32);
+        let grid = blocks(regions * region, THREADS);
         // SAFETY: thread (v, lane) reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod
         // regions, when below the total and inside run r, so every pair the bin kernel wrote
         // is read once, and bucket `key` receives exactly counts[key] entries at offsets[key]
         // + 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
         // `entries` (asserted in `count`).
         unsafe {
-            let (total, regions, region) = (u32_arg(total), u32_arg(PLACE_REGIONS), u32_arg(region));
+            let (total, regions, region) = (u32_arg(total), u32_arg(regions), u32_arg(region));
             let (cursor, entries) = (cursor.ptr_mut(), entries.ptr_mut());
             self.sort.g16_msm_place(grid, THREADS, stream, binned.ptr(), total, regions, region, cursor, entries)
         }
@@ -1005,5 +1019,21 @@ impl MsmKernels {
             };
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_pass_takes_fewer_runs_once_its_bins_outgrow_the_cache() {
+        // 2^24 over a copy per window: 256 bins of 7.9e5 entries, all 8 runs at once.
+        assert_eq!(place_regions(12 << 24, 256), PLACE_REGIONS);
+        // 2^26 over 2 copies: 192 bins of 4.2e6 entries (16.8 MB of slots each).
+        assert_eq!(place_regions(12 << 26, 192), 2);
+        // 2^27 over 2 copies: 8.4e6 entries a bin, one run at a time.
+        assert_eq!(place_regions(12 << 27, 192), 1);
+        assert_eq!(place_regions(0, 0), PLACE_REGIONS);
     }
 }
