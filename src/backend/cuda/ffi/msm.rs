@@ -26,9 +26,10 @@ pub(crate) const SCAN_TILE: usize = (SCAN_THREADS * SCAN_ITEMS) as usize;
 pub(crate) const BINS: usize = geometry::BINS as usize;
 /// Widest windows the digits' kernel reads (buckets.cuh's `window_bits`).
 pub(crate) const MAX_WINDOW_BITS: u32 = 24;
-/// Digit words per block of the binned scatter in its first pass, and the runs of pairs
-/// the second takes at once (enough runs that a warp's writes stay within a few bins'
-/// slots; refit with `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted`).
+/// Digit words per block of the binned scatter in its first pass, and the most runs of
+/// pairs the second takes at once (enough runs that a warp's writes stay within a few bins'
+/// slots, fewer where those bins outgrow the cache: [`place_regions`]; refit with
+/// `gpu_report --proofs 0 --max-lg-msm 24 --msm-bases shifted`).
 const BIN_TILE: u32 = BIN_THREADS * BIN_ITEMS;
 const PLACE_REGIONS: usize = 8;
 /// Bytes of slots the place pass's runs in flight may spread over: two thirds of the L2
