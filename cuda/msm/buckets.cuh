@@ -174,11 +174,13 @@ __device__ __forceinline__ void msm_bin(const uint32_t* digits, uint32_t n, uint
 // cursor starts as the offsets of the keys. Taken in order, the pairs of one bin would be in
 // flight at a time, and their atomics would queue on its few hundred lines of cursors: the
 // grid takes `regions` runs of `region` pairs at once, warp v 32 pairs of run v % regions.
+// The grid's threads may pass 2^32 where the total nears it: the warp's index is formed
+// without the thread's (blockDim a multiple of 32), and the pairs' in 64 bits.
 __device__ __forceinline__ void msm_place(const uint2* binned, uint32_t total, uint32_t regions, uint32_t region,
                                           uint32_t* cursor, uint32_t* entries)
 {
-    const uint32_t v = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
-    const uint32_t at = v / regions * 32 + lane;
+    const uint32_t v = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    const uint64_t at = (uint64_t)(v / regions) * 32 + lane;
     const uint64_t p = (uint64_t)(v % regions) * region + at;
     if (at >= region || p >= total)
         return;

@@ -46,6 +46,16 @@ fn place_regions(total: usize, bins: usize) -> usize {
     (PLACE_SLOT_BYTES / bin_bytes).clamp(1, PLACE_REGIONS)
 }
 
+/// Pairs a run of the place pass takes when `regions` runs share `total` pairs: a multiple of
+/// 32, so that a warp's reads are one segment, but a single run takes the total itself, which
+/// fits the kernel's 32 bits where its rounding up might not.
+fn place_region(total: usize, regions: usize) -> usize {
+    match regions {
+        1 => total,
+        _ => total.div_ceil(regions).next_multiple_of(32),
+    }
+}
+
 /// Windows of at most c bits: ⌈256/c⌉ of them, so that the last signed digit's carry is
 /// absorbed (buckets.cuh).
 pub(crate) fn windows_for(c: u32) -> usize {
@@ -817,13 +827,13 @@ impl MsmKernels {
             )?
         };
         let regions = place_regions(total, bins);
-        let region = total.div_ceil(regions).next_multiple_of(32);
-        let grid = blocks(regions * region, THREADS);
-        // SAFETY: thread (v, lane) reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod
-        // regions, when below the total and inside run r, so every pair the bin kernel wrote
-        // is read once, and bucket `key` receives exactly counts[key] entries at offsets[key]
-        // + 0..counts[key] (cursor starts at offsets[key]): all below the total, which fits
-        // `entries` (asserted in `count`).
+        let region = place_region(total, regions);
+        let grid = blocks(regions * region.next_multiple_of(32), THREADS);
+        // SAFETY: warp v's lane reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod
+        // regions, when below the total and inside run r ([`placed_pair`]), so every pair the
+        // bin kernel wrote is read once, and bucket `key` receives exactly counts[key] entries
+        // at offsets[key] + 0..counts[key] (cursor starts at offsets[key]): all below the
+        // total, which fits `entries` (asserted in `count`).
         unsafe {
             let (total, regions, region) = (u32_arg(total), u32_arg(regions), u32_arg(region));
             let (cursor, entries) = (cursor.ptr_mut(), entries.ptr_mut());
@@ -1036,5 +1046,40 @@ mod tests {
         // 2^27 over 2 copies: 8.4e6 entries a bin, one run at a time.
         assert_eq!(place_regions(12 << 27, 192), 1);
         assert_eq!(place_regions(0, 0), PLACE_REGIONS);
+    }
+
+    /// The pair `msm_place` (buckets.cuh) reads in its thread `thread`, if any.
+    fn placed_pair(thread: u64, (total, regions, region): (u64, u64, u64)) -> Option<u64> {
+        let (v, lane) = (thread / 32, thread % 32);
+        let (at, run) = (v / regions * 32 + lane, v % regions);
+        let p = run * region + at;
+        (at < region && p < total).then_some(p)
+    }
+
+    #[test]
+    fn the_place_pass_reads_every_pair_once_up_to_the_sorts_limit() {
+        for total in [0, 1, 31, 32, 33, 1000, 4096, 65_543] {
+            for regions in 1..=PLACE_REGIONS {
+                let region = place_region(total, regions);
+                let threads = regions * region.next_multiple_of(32);
+                let mut read = vec![0u8; total];
+                let run = (total as u64, regions as u64, region as u64);
+                (0..threads as u64).filter_map(|t| placed_pair(t, run)).for_each(|p| read[p as usize] += 1);
+                assert!(read.iter().all(|&r| r == 1), "total {total}, {regions} runs");
+            }
+        }
+        // At the sorts' limit (u32::MAX entries) the kernel's arguments fit 32 bits, its warps
+        // (formed without the thread's index, which passes 2^32) too, and its last warp reads
+        // the last pair.
+        let total = u32::MAX as usize;
+        for regions in [1, 2, PLACE_REGIONS] {
+            let region = place_region(total, regions);
+            let warps = regions * region.div_ceil(32);
+            assert!(u32::try_from(region).is_ok() && u32::try_from(warps).is_ok(), "{regions} runs");
+            let run = (total as u64, regions as u64, region as u64);
+            let last_warps = (warps - regions) as u64..warps as u64; // a warp of each run
+            let threads = last_warps.flat_map(|v| (0..32).map(move |lane| v * 32 + lane));
+            assert_eq!(threads.filter_map(|t| placed_pair(t, run)).max(), Some(total as u64 - 1), "{regions} runs");
+        }
     }
 }
