@@ -32,7 +32,8 @@ default 17, as Filecoin's PoRep witness; `\"\"` skips them); `--pacing-jobs 0` s
 pacing study; `--msm-windows` times the MSMs at each of these window widths (2..=21 over plain
 bases, 2..=24 over shifted ones) instead of the pipeline's choice; `--msm-bases` times them
 over `plain` bases, `shifted` ones (a copy per window) or `both`; `--msm-copies` adds rows
-over that many shifted copies, each serving a group of windows (at the pipeline's window).";
+over that many shifted copies, each serving a group of windows (at the pipeline's window); the
+MSM rows run at 2^20, 2^22, .. up to `--max-lg-msm`, and at it where it is odd (27: PoRep's).";
 
 /// Device memory bandwidth measured on the H200 (device-to-device copy, bytes read + written).
 const DEVICE_BYTES_PER_S: f64 = 4.3e12;
@@ -251,7 +252,8 @@ struct MsmSizes<'a> {
 type DeviceMsm<B, S> = fn(&mut Bench, &B, &[Scalar], Option<u32>) -> pinprove::Result<(S, MsmRun)>;
 
 impl MsmSizes<'_> {
-    /// One group's rows: each layout, size 2^20, 2^22, .. 2^max_lg and window choice.
+    /// One group's rows: each layout, size 2^20, 2^22, .. (and 2^max_lg where it is odd:
+    /// 2^27, Filecoin's PoRep) and window choice.
     fn rows<P, B, S>(
         &self,
         gpu: &mut Bench,
@@ -262,7 +264,8 @@ impl MsmSizes<'_> {
     ) -> Result<(), pinprove::Error> {
         for &layout in self.layouts {
             let plain = matches!(layout, Layout::Plain).then(|| upload(gpu, points, BasesLayout::Plain)).transpose()?;
-            for lg in (20..=self.max_lg).step_by(2) {
+            let odd_top = (self.max_lg % 2 == 1).then_some(self.max_lg);
+            for lg in (20..=self.max_lg).step_by(2).chain(odd_top) {
                 let s = &self.scalars[..1 << lg];
                 let choices = match layout {
                     Layout::Copies(_) => &[None][..],
