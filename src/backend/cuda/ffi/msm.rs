@@ -830,10 +830,10 @@ impl MsmKernels {
         let region = place_region(total, regions);
         let grid = blocks(regions * region.next_multiple_of(32), THREADS);
         // SAFETY: warp v's lane reads pair r·region + ⌊v/regions⌋·32 + lane, r = v mod
-        // regions, when below the total and inside run r ([`placed_pair`]), so every pair the
-        // bin kernel wrote is read once, and bucket `key` receives exactly counts[key] entries
-        // at offsets[key] + 0..counts[key] (cursor starts at offsets[key]): all below the
-        // total, which fits `entries` (asserted in `count`).
+        // regions, when below the total and inside run r (the tests' `placed_pair`), so every
+        // pair the bin kernel wrote is read once, and bucket `key` receives exactly counts[key]
+        // entries at offsets[key] + 0..counts[key] (cursor starts at offsets[key]): all below
+        // the total, which fits `entries` (asserted in `count`).
         unsafe {
             let (total, regions, region) = (u32_arg(total), u32_arg(regions), u32_arg(region));
             let (cursor, entries) = (cursor.ptr_mut(), entries.ptr_mut());
