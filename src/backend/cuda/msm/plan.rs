@@ -168,7 +168,8 @@ impl Plan {
 mod tests {
     use super::super::window::{copies_window_bits, plain_or_shifted};
     use super::*;
-    use crate::backend::cuda::ffi::msm::window_width;
+    use crate::backend::cuda::ffi::msm::{level_items, window_width};
+    use rand::{Rng, SeedableRng};
 
     #[test]
     fn every_key_falls_in_one_of_the_bins() {
@@ -235,6 +236,74 @@ mod tests {
                     last <= FINAL_ITEMS,
                     "{per_thread} per thread, fullest {fullest}: {levels} levels leave {last}"
                 );
+            }
+        }
+    }
+
+    /// accumulate.cuh's `msm_level` and `msm_next_offsets` on the host, integers for points:
+    /// thread t sums items [t·L, t·L + L) and writes each bucket k's run to slot t + k, of the
+    /// ⌊items/L⌋ + keys zeroed slots; bucket k's slots then start at ⌊off[k]/L⌋ + k. Returns
+    /// the slots and their offsets, and panics where a slot is out of room or written twice.
+    fn level(items: &[u64], off: &[usize], per_thread: usize) -> (Vec<u64>, Vec<usize>) {
+        let keys = off.len() - 1;
+        let next: Vec<usize> = off.iter().enumerate().map(|(k, &o)| o / per_thread + k).collect();
+        let (mut out, mut written) = (vec![0u64; next[keys]], vec![false; next[keys]]);
+        let owner = |p: usize| off[..keys].partition_point(|&o| o <= p) - 1; // last k, off[k] <= p
+        let mut write = |slot: usize, sum: u64| {
+            assert!(slot < out.len() && !written[slot], "slot {slot} of {}", out.len());
+            (out[slot], written[slot]) = (sum, true);
+        };
+        for t in 0..items.len().div_ceil(per_thread) {
+            let (begin, end) = (t * per_thread, ((t + 1) * per_thread).min(items.len()));
+            let (mut k, mut acc) = (owner(begin), 0u64);
+            let mut bucket_end = off[k + 1];
+            for (p, &item) in items.iter().enumerate().take(end).skip(begin) {
+                if p == bucket_end {
+                    write(t + k, acc);
+                    (k, acc) = (k + 1, 0);
+                    bucket_end = off[k + 1];
+                    if bucket_end == p {
+                        k = owner(p);
+                        bucket_end = off[k + 1];
+                    }
+                }
+                acc = acc.wrapping_add(item);
+            }
+            write(t + k, acc);
+        }
+        (out, next)
+    }
+
+    #[test]
+    fn the_levels_staircase_keeps_every_buckets_sum() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        // Bucket sizes: random with empty runs, one bucket of nearly all the items, a lone
+        // nonempty bucket among empty ones, and a single bucket.
+        let random: Vec<usize> = (0..300).map(|_| if rng.gen_bool(0.3) { 0 } else { rng.gen_range(1..40) }).collect();
+        let skewed: Vec<usize> = (0..64).map(|k| if k == 17 { 100_000 } else { k % 3 }).collect();
+        let lone: Vec<usize> = (0..50).map(|k| if k == 49 { 5000 } else { 0 }).collect();
+        for sizes in [random, skewed, lone, vec![70_000]] {
+            let mut off = vec![0];
+            off.extend(sizes.iter().scan(0, |o, &s| {
+                *o += s;
+                Some(*o)
+            }));
+            let keys = sizes.len();
+            let items: Vec<u64> = (0..off[keys]).map(|_| rng.gen()).collect();
+            let sums = |v: &[u64], off: &[usize]| -> Vec<u64> {
+                off.windows(2).map(|r| v[r[0]..r[1]].iter().fold(0u64, |a, &x| a.wrapping_add(x))).collect()
+            };
+            let (expected, fullest) = (sums(&items, &off), sizes.iter().copied().max().unwrap_or(0));
+            for per_thread in [MIN_THREAD_ITEMS, 9, 32, 63, 64, MAX_THREAD_ITEMS - 1, MAX_THREAD_ITEMS] {
+                let levels = levels_for(fullest, per_thread);
+                let (mut v, mut o) = (items.clone(), off.clone());
+                for l in 1..=levels {
+                    (v, o) = level(&v, &o, per_thread);
+                    assert_eq!(v.len(), level_items(off[keys], keys, per_thread, l + 1));
+                    assert_eq!(sums(&v, &o), expected, "level {l}, {per_thread} a thread");
+                }
+                let left = o.windows(2).map(|r| r[1] - r[0]).max().unwrap();
+                assert!(left <= FINAL_ITEMS, "{levels} levels of {per_thread} leave {left} items a bucket");
             }
         }
     }
