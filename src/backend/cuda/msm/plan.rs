@@ -8,12 +8,14 @@ use crate::error::{Error, Result};
 
 /// Items one thread sums at each reduction level (`L` in accumulate.cuh). The rule: enough
 /// threads to fill the device several times over, `LEVEL_THREADS` (132 SMs of 2048 threads,
-/// twice over), but at most `MAX_THREAD_ITEMS` so that few partial sums are left per bucket,
-/// and at least `MIN_THREAD_ITEMS`, so that a thread's additions outweigh its launch and its
-/// staircase slot. Refit with `gpu_report --proofs 0 --max-lg-msm 24` (G1 and G2 rows from
+/// twice over), but at most `MAX_THREAD_ITEMS`: each run a thread leaves is a full addition
+/// at the next level and a slot of scratch, so the cap is as high as a thread's serial sum
+/// can go without outlasting the level (no MSM row slower at 128 than at 64); and at least
+/// `MIN_THREAD_ITEMS`, so that a thread's additions outweigh its launch and its staircase
+/// slot. Refit with `gpu_report --proofs 0 --max-lg-msm 24` (G1 and G2 rows from
 /// 2^12 to 2^24), skewed scalars included (the GPU tests' `Scalars::AllOne` cases).
 pub(crate) const MIN_THREAD_ITEMS: usize = 8;
-pub(crate) const MAX_THREAD_ITEMS: usize = 64;
+pub(crate) const MAX_THREAD_ITEMS: usize = 128;
 pub(crate) const LEVEL_THREADS: usize = 1 << 19;
 /// Items per bucket the window sums take from the last level: few enough that one thread
 /// adds them while the segments stay balanced (refit as the items per thread above).

@@ -162,8 +162,8 @@ mod tests {
                 }
             }
         }
-        // A 2^26-point G1 plan (13 windows) reserves about entries/64 level-1 slots, not /8.
-        assert_eq!(written_bound(13 << 26, keys, 1), (13 << 26) / 64 + keys);
+        // A 2^26-point G1 plan (13 windows) reserves about entries/128 level-1 slots, not /8.
+        assert_eq!(written_bound(13 << 26, keys, 1), (13 << 26) / 128 + keys);
         assert_eq!(level_items(1000, 10, 8, 1), 1000);
         assert_eq!(level_items(1000, 10, 8, 3), (1000 / 8 + 10) / 8 + 10);
     }
