@@ -155,6 +155,16 @@ enum Layout {
     Copies(usize),
 }
 
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Layout::Plain => f.pad("plain"),
+            Layout::Shifted => f.pad("shifted"),
+            Layout::Copies(copies) => f.pad(&format!("{copies} copies")),
+        }
+    }
+}
+
 /// G1 and G2 MSMs with resident bases, plain or shifted (`layouts`), and random scalars:
 /// median of 3 after a warm-up, split into the scalars' copy, the bucket sort (plan) and the
 /// sums; at each of `windows` (bits), or at the pipeline's choice when it is empty (over
@@ -253,7 +263,8 @@ type DeviceMsm<B, S> = fn(&mut Bench, &B, &[Scalar], Option<u32>) -> pinprove::R
 
 impl MsmSizes<'_> {
     /// One group's rows: each layout, size 2^20, 2^22, .. (and 2^max_lg where it is odd:
-    /// 2^27, Filecoin's PoRep) and window choice.
+    /// 2^27, Filecoin's PoRep) and window choice. A row whose bases or scratch do not fit the
+    /// device says so, and the report goes on.
     fn rows<P, B, S>(
         &self,
         gpu: &mut Bench,
@@ -263,49 +274,78 @@ impl MsmSizes<'_> {
         msm: DeviceMsm<B, S>,
     ) -> Result<(), pinprove::Error> {
         for &layout in self.layouts {
-            let plain = matches!(layout, Layout::Plain).then(|| upload(gpu, points, BasesLayout::Plain)).transpose()?;
+            let plain = matches!(layout, Layout::Plain).then(|| upload(gpu, points, BasesLayout::Plain)).transpose();
+            let Some(plain) = fits(plain, || format!("{group} 2^{:<2}                 plain", self.max_lg))? else {
+                continue;
+            };
             let odd_top = (self.max_lg % 2 == 1).then_some(self.max_lg);
             for lg in (20..=self.max_lg).step_by(2).chain(odd_top) {
-                let s = &self.scalars[..1 << lg];
                 let choices = match layout {
                     Layout::Copies(_) => &[None][..],
                     _ => &self.choices,
                 };
                 for &c in choices {
-                    let start = Instant::now();
-                    let own;
-                    let (bases, window, name, setup, bits) = match (&plain, layout) {
-                        (Some(plain), _) => (plain, c, "plain".to_owned(), String::new(), cuda::window_bits(1 << lg)),
-                        (None, Layout::Copies(copies)) => {
-                            own = upload(gpu, &points[..1 << lg], BasesLayout::Copies { copies })?;
-                            let setup = format!("{:>9.2}", start.elapsed().as_secs_f64());
-                            let bits = cuda::copies_window_bits(1 << lg, copies).unwrap_or(0);
-                            (&own, None, format!("{copies} copies"), setup, bits)
-                        }
-                        (None, _) => {
-                            own = upload(gpu, &points[..1 << lg], BasesLayout::Shifted { window: c })?;
-                            let setup = format!("{:>9.2}", start.elapsed().as_secs_f64());
-                            (&own, None, "shifted".to_owned(), setup, cuda::shifted_window_bits(1 << lg))
-                        }
-                    };
-                    msm(gpu, bases, s, window)?; // warm-up
-                    let mut runs =
-                        (0..3).map(|_| msm(gpu, bases, s, window).map(|r| r.1)).collect::<Result<Vec<_>, _>>()?;
-                    runs.sort_by_key(|r| r.plan + r.sums);
-                    let (r, total) = (runs[1], runs[1].plan + runs[1].sums);
-                    println!(
-                        "  {group} 2^{lg:<2}                 {name:<8} {:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {setup}",
-                        c.unwrap_or(bits),
-                        report::ms(r.h2d),
-                        report::ms(r.plan),
-                        report::ms(r.sums),
-                        report::ms(total),
-                        total.as_secs_f64() * 1e9 / (1u64 << lg) as f64
-                    );
+                    let row = self.row(gpu, (group, lg, c, layout), plain.as_ref(), points, upload, msm);
+                    fits(row, || format!("{group} 2^{lg:<2}                 {layout}"))?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// The row of one size, layout and window choice (over `plain` when the layout is plain).
+    fn row<P, B, S>(
+        &self,
+        gpu: &mut Bench,
+        (group, lg, c, layout): (&str, u32, Option<u32>, Layout),
+        plain: Option<&B>,
+        points: &[P],
+        upload: fn(&mut Bench, &[P], BasesLayout) -> pinprove::Result<B>,
+        msm: DeviceMsm<B, S>,
+    ) -> Result<(), pinprove::Error> {
+        let s = &self.scalars[..1 << lg];
+        let start = Instant::now();
+        let own;
+        let (bases, window, setup, bits) = match (plain, layout) {
+            (Some(plain), _) => (plain, c, String::new(), cuda::window_bits(1 << lg)),
+            (None, Layout::Copies(copies)) => {
+                own = upload(gpu, &points[..1 << lg], BasesLayout::Copies { copies })?;
+                let setup = format!("{:>9.2}", start.elapsed().as_secs_f64());
+                (&own, None, setup, cuda::copies_window_bits(1 << lg, copies).unwrap_or(0))
+            }
+            (None, _) => {
+                own = upload(gpu, &points[..1 << lg], BasesLayout::Shifted { window: c })?;
+                let setup = format!("{:>9.2}", start.elapsed().as_secs_f64());
+                (&own, None, setup, cuda::shifted_window_bits(1 << lg))
+            }
+        };
+        msm(gpu, bases, s, window)?; // warm-up
+        let mut runs = (0..3).map(|_| msm(gpu, bases, s, window).map(|r| r.1)).collect::<Result<Vec<_>, _>>()?;
+        runs.sort_by_key(|r| r.plan + r.sums);
+        let (r, total) = (runs[1], runs[1].plan + runs[1].sums);
+        println!(
+            "  {group} 2^{lg:<2}                 {layout:<8} {:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {setup}",
+            c.unwrap_or(bits),
+            report::ms(r.h2d),
+            report::ms(r.plan),
+            report::ms(r.sums),
+            report::ms(total),
+            total.as_secs_f64() * 1e9 / (1u64 << lg) as f64
+        );
+        Ok(())
+    }
+}
+
+/// `result`'s value; `None`, with a line naming the row (`row()`), when the device had no room
+/// for it: the rows after it still run. Any other error ends the report.
+fn fits<T>(result: pinprove::Result<T>, row: impl FnOnce() -> String) -> pinprove::Result<Option<T>> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e @ pinprove::Error::DeviceOutOfMemory { .. }) => {
+            println!("  {} does not fit: {e}", row());
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 
