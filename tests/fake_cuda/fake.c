@@ -20,7 +20,18 @@ typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 static FILE* logf_;
 static size_t allocated;
-static const size_t TOTAL = (size_t)140 << 30;
+
+// The device's memory: FAKE_CUDA_MIB, else 140 GiB (an H200). Allocations past it fail as the
+// driver's do (CUDA_ERROR_OUT_OF_MEMORY), so that a small one shows the out-of-memory paths.
+static size_t total_bytes(void) {
+    static size_t total;
+    if (!total) {
+        const char* v = getenv("FAKE_CUDA_MIB");
+        total = v ? (size_t)strtoull(v, NULL, 10) << 20 : (size_t)140 << 30;
+    }
+    return total;
+}
+#define TOTAL total_bytes()
 
 typedef struct { uintptr_t base; size_t size; } Alloc;
 static Alloc allocs[1 << 16];
@@ -97,6 +108,8 @@ CUresult cuGetErrorName(CUresult r, const char** s) { *s = "FAKE_ERROR"; return 
 
 CUresult cuMemGetInfo_v2(size_t* free_, size_t* total) { *free_ = TOTAL - allocated; *total = TOTAL; return 0; }
 CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+    if (bytes > TOTAL - allocated)
+        return 2;
     void* m = calloc(1, bytes);
     if (!m) return 2;
     allocs[nallocs++] = (Alloc){(uintptr_t)m, bytes};
