@@ -275,7 +275,7 @@ impl MsmSizes<'_> {
     ) -> Result<(), pinprove::Error> {
         for &layout in self.layouts {
             let plain = matches!(layout, Layout::Plain).then(|| upload(gpu, points, BasesLayout::Plain)).transpose();
-            let Some(plain) = fits(plain, || format!("{group} 2^{:<2}                 plain", self.max_lg))? else {
+            let Some(plain) = fits(plain, || row_name(group, self.max_lg, layout))? else {
                 continue;
             };
             let odd_top = (self.max_lg % 2 == 1).then_some(self.max_lg);
@@ -286,7 +286,7 @@ impl MsmSizes<'_> {
                 };
                 for &c in choices {
                     let row = self.row(gpu, (group, lg, c, layout), plain.as_ref(), points, upload, msm);
-                    fits(row, || format!("{group} 2^{lg:<2}                 {layout}"))?;
+                    fits(row, || row_name(group, lg, layout))?;
                 }
             }
         }
@@ -324,7 +324,8 @@ impl MsmSizes<'_> {
         runs.sort_by_key(|r| r.plan + r.sums);
         let (r, total) = (runs[1], runs[1].plan + runs[1].sums);
         println!(
-            "  {group} 2^{lg:<2}                 {layout:<8} {:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {setup}",
+            "{} {:>6} {:>8.2} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {setup}",
+            row_name(group, lg, layout),
             c.unwrap_or(bits),
             report::ms(r.h2d),
             report::ms(r.plan),
@@ -336,13 +337,18 @@ impl MsmSizes<'_> {
     }
 }
 
+/// An MSM row's first columns: its group, size and bases.
+fn row_name(group: &str, lg: u32, layout: Layout) -> String {
+    format!("  {group} 2^{lg:<2}                 {layout:<8}")
+}
+
 /// `result`'s value; `None`, with a line naming the row (`row()`), when the device had no room
 /// for it: the rows after it still run. Any other error ends the report.
 fn fits<T>(result: pinprove::Result<T>, row: impl FnOnce() -> String) -> pinprove::Result<Option<T>> {
     match result {
         Ok(value) => Ok(Some(value)),
         Err(e @ pinprove::Error::DeviceOutOfMemory { .. }) => {
-            println!("  {} does not fit: {e}", row());
+            println!("{} does not fit: {e}", row());
             Ok(None)
         }
         Err(e) => Err(e),
