@@ -198,15 +198,37 @@ fn split(gpu: &mut Bench, max_lg: u32, others: &[u32]) -> Result<(), Box<dyn std
     let n = 1usize << max_lg;
     let (g1, g2) = (g1_points(n, 11), g2_points(n, 12));
     for lg in (20..=max_lg).step_by(2) {
-        let b1 = gpu.upload_g1_bases(&g1[..1 << lg], BasesLayout::Shifted { window: None })?;
-        let b2 = gpu.upload_g2_bases(&g2[..1 << lg], BasesLayout::Shifted { window: None })?;
-        for &o in others {
-            let s = bit_heavy(1 << lg, u64::from(o));
-            split_row(gpu, ("G1", lg, o), &b1, &s, Bench::msm_g1, Bench::split_msm_g1)?;
-            split_row(gpu, ("G2", lg, o), &b2, &s, Bench::msm_g2, Bench::split_msm_g2)?;
-        }
+        let (g1, g2) = (&g1[..1 << lg], &g2[..1 << lg]);
+        split_rows(gpu, ("G1", lg, others), g1, Bench::upload_g1_bases, Bench::msm_g1, Bench::split_msm_g1)?;
+        split_rows(gpu, ("G2", lg, others), g2, Bench::upload_g2_bases, Bench::msm_g2, Bench::split_msm_g2)?;
     }
     Ok(())
+}
+
+/// A group's rows of [`split`] at one size, over its shifted bases made for them: a row that
+/// does not fit the device says so, and the rows after it run.
+fn split_rows<P, B, S: PartialEq>(
+    gpu: &mut Bench,
+    (group, lg, others): (&str, u32, &[u32]),
+    points: &[P],
+    upload: fn(&mut Bench, &[P], BasesLayout) -> pinprove::Result<B>,
+    msm: DeviceMsm<B, S>,
+    split: SplitMsm<B, S>,
+) -> pinprove::Result<()> {
+    let bases = upload(gpu, points, BasesLayout::Shifted { window: None });
+    let Some(bases) = fits(bases, || split_name(group, lg, others[0]))? else {
+        return Ok(());
+    };
+    for &o in others {
+        let s = bit_heavy(points.len(), u64::from(o));
+        fits(split_row(gpu, (group, lg, o), &bases, &s, msm, split), || split_name(group, lg, o))?;
+    }
+    Ok(())
+}
+
+/// A split row's first columns: its group, size and share of other scalars.
+fn split_name(group: &str, lg: u32, others: u32) -> String {
+    format!("  {group} 2^{lg:<2}                                {:>5.1} %", f64::from(others) / 10.0)
 }
 
 /// `n` scalars, `others` per thousand neither 0 nor 1, 473 per thousand ones, the rest zeros,
@@ -241,12 +263,7 @@ fn split_row<B, S: PartialEq>(
     let plan = median((0..3).map(|_| msm(gpu, bases, s, None).map(|r| r.1.plan + r.1.sums)).collect::<Result<_, _>>()?);
     let taken = median((0..3).map(|_| split(gpu, bases, s).map(|r| r.1.msm)).collect::<Result<_, _>>()?);
     let equal = parts.map_or("split refused".to_owned(), |p| (p == all).to_string());
-    println!(
-        "  {group} 2^{lg:<2}                                {:>5.1} % {:>9.2} {:>10.2}   {equal}",
-        f64::from(others) / 10.0,
-        report::ms(plan),
-        report::ms(taken)
-    );
+    println!("{} {:>9.2} {:>10.2}   {equal}", split_name(group, lg, others), report::ms(plan), report::ms(taken));
     Ok(())
 }
 
