@@ -206,7 +206,8 @@ fn split(gpu: &mut Bench, max_lg: u32, others: &[u32]) -> Result<(), Box<dyn std
 }
 
 /// A group's rows of [`split`] at one size, over its shifted bases made for them: a row that
-/// does not fit the device says so, and the rows after it run.
+/// does not fit the device says so, and the rows after it run; bases that do not fit take
+/// one such line (at the first share) for the group's rows at that size.
 fn split_rows<P, B, S: PartialEq>(
     gpu: &mut Bench,
     (group, lg, others): (&str, u32, &[u32]),
