@@ -212,7 +212,7 @@ fn split_rows<P, B, S: PartialEq>(
     gpu: &mut Bench,
     (group, lg, others): (&str, u32, &[u32]),
     points: &[P],
-    upload: fn(&mut Bench, &[P], BasesLayout) -> pinprove::Result<B>,
+    upload: Upload<P, B>,
     msm: DeviceMsm<B, S>,
     split: SplitMsm<B, S>,
 ) -> pinprove::Result<()> {
@@ -276,6 +276,9 @@ struct MsmSizes<'a> {
     layouts: &'a [Layout],
 }
 
+/// A group's bases uploaded to the device, laid out as asked.
+type Upload<P, B> = fn(&mut Bench, &[P], BasesLayout) -> pinprove::Result<B>;
+
 /// A group's MSM on the device.
 type DeviceMsm<B, S> = fn(&mut Bench, &B, &[Scalar], Option<u32>) -> pinprove::Result<(S, MsmRun)>;
 
@@ -288,7 +291,7 @@ impl MsmSizes<'_> {
         gpu: &mut Bench,
         group: &str,
         points: &[P],
-        upload: fn(&mut Bench, &[P], BasesLayout) -> pinprove::Result<B>,
+        upload: Upload<P, B>,
         msm: DeviceMsm<B, S>,
     ) -> Result<(), pinprove::Error> {
         for &layout in self.layouts {
@@ -318,7 +321,7 @@ impl MsmSizes<'_> {
         (group, lg, c, layout): (&str, u32, Option<u32>, Layout),
         plain: Option<&B>,
         points: &[P],
-        upload: fn(&mut Bench, &[P], BasesLayout) -> pinprove::Result<B>,
+        upload: Upload<P, B>,
         msm: DeviceMsm<B, S>,
     ) -> Result<(), pinprove::Error> {
         let s = &self.scalars[..1 << lg];
