@@ -293,7 +293,7 @@ impl MsmSizes<'_> {
         points: &[P],
         upload: Upload<P, B>,
         msm: DeviceMsm<B, S>,
-    ) -> Result<(), pinprove::Error> {
+    ) -> pinprove::Result<()> {
         for &layout in self.layouts {
             let plain = matches!(layout, Layout::Plain).then(|| upload(gpu, points, BasesLayout::Plain)).transpose();
             let Some(plain) = fits(plain, || row_name(group, self.max_lg, layout))? else {
@@ -323,7 +323,7 @@ impl MsmSizes<'_> {
         points: &[P],
         upload: Upload<P, B>,
         msm: DeviceMsm<B, S>,
-    ) -> Result<(), pinprove::Error> {
+    ) -> pinprove::Result<()> {
         let s = &self.scalars[..1 << lg];
         let start = Instant::now();
         let own;
