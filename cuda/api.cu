@@ -51,14 +51,14 @@ extern "C" __global__ void g16_powers(fr_t* out, uint32_t n, fr_t base, fr_t c)
 // ---- recorded constraints (r1cs/spmv.cuh)
 
 extern "C" __global__ void g16_spmv_narrow(const uint32_t* starts, const uint32_t* vars, const uint32_t* coeffs,
-                                           const fr_t* table, const fr_t* input, const fr_t* aux, uint32_t inputs,
-                                           uint32_t rows, uint32_t n, fr_t* out)
-{   spmv(starts, vars, coeffs, table, input, aux, inputs, rows, n, out);   }
+                                           const fr_t* table, const fr_t* input, const fr_t* aux, const uint64_t* ones,
+                                           const uint64_t* others, uint32_t inputs, uint32_t rows, uint32_t n, fr_t* out)
+{   spmv(starts, vars, coeffs, table, packed_z_t{input, aux, ones, others, inputs}, rows, n, out);   }
 
 extern "C" __global__ void g16_spmv_wide(const uint64_t* starts, const uint32_t* vars, const uint32_t* coeffs,
-                                         const fr_t* table, const fr_t* input, const fr_t* aux, uint32_t inputs,
-                                         uint32_t rows, uint32_t n, fr_t* out)
-{   spmv(starts, vars, coeffs, table, input, aux, inputs, rows, n, out);   }
+                                         const fr_t* table, const fr_t* input, const fr_t* aux, const uint64_t* ones,
+                                         const uint64_t* others, uint32_t inputs, uint32_t rows, uint32_t n, fr_t* out)
+{   spmv(starts, vars, coeffs, table, packed_z_t{input, aux, ones, others, inputs}, rows, n, out);   }
 
 extern "C" __global__ void g16_gather(const uint32_t* vars, uint32_t n, const fr_t* input, const fr_t* aux,
                                       uint32_t inputs, fr_t* out)

@@ -250,7 +250,8 @@ impl DeviceR1cs {
         (abc, m): (&[DeviceVec<Scalar>; 3], usize),
     ) -> Result<()> {
         kernels.packed_expand(stream, (&self.packed, &abc[2]), aux)?; // before C's product
-        let z = DeviceZ { input: &self.input, inputs: self.inputs, aux, len: self.inputs + self.aux };
+        let z =
+            DeviceZ { input: &self.input, inputs: self.inputs, aux, packed: &self.packed, len: self.inputs + self.aux };
         match &mut self.matrices {
             Matrices::Resident(matrices) => {
                 for (matrix, out) in matrices.iter().zip(abc) {
@@ -296,8 +297,87 @@ impl DeviceR1cs {
         aux: &DeviceVec<Scalar>,
         [a, b]: [&DeviceVec<Scalar>; 2],
     ) -> Result<()> {
-        let z = DeviceZ { input: &self.input, inputs: self.inputs, aux, len: self.inputs + self.aux };
+        let z =
+            DeviceZ { input: &self.input, inputs: self.inputs, aux, packed: &self.packed, len: self.inputs + self.aux };
         kernels.gather(stream, &self.a_vars, z, a)?;
         kernels.gather(stream, &self.b_vars, z, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError};
+    use blstrs::Scalar;
+    use ff::Field;
+
+    use crate::pool::{PinnedPool, PoolConfig};
+    use crate::r1cs::{Matrix, R1cs, Z};
+    use crate::synth::{synthesize_witness, Assignment, PackedAux};
+
+    /// An input, aux that are zeros, ones and other values, and rows over all of them with
+    /// coefficients 1, −1 and others.
+    struct Mixed;
+
+    impl Circuit<Scalar> for Mixed {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let x = cs.alloc_input(|| "x", || Ok(Scalar::from(7)))?;
+            let value = |i: u64| if i % 5 == 3 { Scalar::from(i + 2) } else { Scalar::from(i % 2) };
+            let aux: Vec<_> = (0..300).map(|i| cs.alloc(|| "v", || Ok(value(i)))).collect::<Result<_, _>>()?;
+            let coeff = |i: usize| [Scalar::ONE, -Scalar::ONE, Scalar::from(3), -Scalar::from(5)][i % 4];
+            for k in 0..200 {
+                let lc = |from: usize, len: usize| {
+                    (from..from + len).fold(LinearCombination::zero(), |lc, i| lc + (coeff(i + k), aux[i % aux.len()]))
+                };
+                cs.enforce(|| "row", |_| lc(k, k % 40) + x, |_| lc(2 * k, 1), |_| lc(3 * k, k % 7));
+            }
+            Ok(())
+        }
+    }
+
+    /// ⟨row i, z⟩ as `row_terms` (`cuda/r1cs/spmv.cuh`) reads z: an aux its packed aux' bitmaps
+    /// call 0 or 1 from them alone, its term its coefficient (the table's first entries are 1
+    /// and −1) or nothing; the inputs and the other aux as they are.
+    fn row_as_the_device_reads_z(m: &Matrix, i: usize, table: &[Scalar], z: Z<'_>, packed: &PackedAux) -> Scalar {
+        let bit = |bits: &[u64], j: usize| bits[j / 64] >> (j % 64) & 1 == 1;
+        let (inputs, range) = (z.input.len(), m.starts.entries(i..i + 1));
+        let mut acc = Scalar::ZERO;
+        for (&v, &k) in m.vars[range.clone()].iter().zip(&m.coeffs[range]) {
+            let (v, k) = (v as usize, k as usize);
+            if v >= inputs && !bit(packed.others(), v - inputs) {
+                if bit(packed.ones(), v - inputs) {
+                    acc += table[k];
+                }
+                continue;
+            }
+            let x = if v < inputs { z.input[v] } else { z.aux[v - inputs] };
+            acc += match k as u32 {
+                crate::r1cs::ONE => x,
+                crate::r1cs::MINUS_ONE => -x,
+                _ => x * table[k],
+            };
+        }
+        acc
+    }
+
+    #[test]
+    fn the_device_products_reading_bits_from_the_bitmaps_equal_the_cpus() {
+        let r1cs = R1cs::record(Mixed).unwrap();
+        let pool = PinnedPool::new(PoolConfig::default());
+        let witness = synthesize_witness(Mixed, &r1cs, &pool).unwrap();
+        let Assignment::Packed(packed) = &witness.assignment else { panic!("a recording's witness is packed") };
+        let census = packed.census();
+        assert!(census.zeros > 0 && census.ones > 0 && census.others > 0, "{census:?}");
+        let aux = packed.to_vec();
+        let z = Z { input: &witness.input, aux: &aux };
+        let rows = r1cs.a.rows();
+        let mut abc = [vec![Scalar::ZERO; rows], vec![Scalar::ZERO; rows], vec![Scalar::ZERO; rows]];
+        let [a, b, c] = &mut abc;
+        r1cs.evaluate(z, [a, b, c]).unwrap();
+        for (m, cpu) in [&r1cs.a, &r1cs.b, &r1cs.c].into_iter().zip(&abc) {
+            let device: Vec<Scalar> =
+                (0..rows).map(|i| row_as_the_device_reads_z(m, i, &r1cs.table, z, packed)).collect();
+            assert!(device == *cpu);
+        }
+        assert!(abc[0].iter().any(|x| !bool::from(x.is_zero())), "rows that sum something");
     }
 }

@@ -21,15 +21,17 @@ kernels! {
     /// The recorded constraints' kernels (`cuda/r1cs/spmv.cuh`).
     R1csKernels {
         /// out[i] = ⟨row i, z⟩ for i < rows, 0 up to n; row starts of 32 bits, the entries
-        /// from the first start.
+        /// from the first start; the aux that are bits read from the packed aux' bitmaps.
         fn g16_spmv_narrow(
             starts: DevicePtr<u32>, vars: DevicePtr<u32>, coeffs: DevicePtr<u32>, table: DevicePtr<Scalar>,
-            input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, inputs: u32, rows: u32, n: u32, out: DevicePtrMut<Scalar>,
+            input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, ones: DevicePtr<u64>, others: DevicePtr<u64>, inputs: u32,
+            rows: u32, n: u32, out: DevicePtrMut<Scalar>,
         );
         /// As `g16_spmv_narrow`, with row starts of 64 bits.
         fn g16_spmv_wide(
             starts: DevicePtr<u64>, vars: DevicePtr<u32>, coeffs: DevicePtr<u32>, table: DevicePtr<Scalar>,
-            input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, inputs: u32, rows: u32, n: u32, out: DevicePtrMut<Scalar>,
+            input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, ones: DevicePtr<u64>, others: DevicePtr<u64>, inputs: u32,
+            rows: u32, n: u32, out: DevicePtrMut<Scalar>,
         );
         /// out[i] = z[vars[i]] for i < n.
         fn g16_gather(
@@ -348,22 +350,25 @@ impl DevicePacked {
     }
 }
 
-/// z = input ‖ aux on the device, as two vectors.
+/// z = input ‖ aux on the device, as two vectors, and the packed aux the aux were expanded
+/// from, whose bitmaps say which aux are 0 or 1.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DeviceZ<'a> {
     pub(crate) input: &'a DeviceVec<Scalar>,
     pub(crate) inputs: usize,
     pub(crate) aux: &'a DeviceVec<Scalar>,
+    pub(crate) packed: &'a DevicePacked,
     /// Variables z has: every index the products and gathers read must be below this.
     pub(crate) len: usize,
 }
 
 impl DeviceZ<'_> {
-    /// Asserts that its vectors hold what its counts say, and that indices below `below` are
-    /// inside it.
+    /// Asserts that its vectors and bitmaps hold what its counts say, and that indices below
+    /// `below` are inside it.
     fn check(&self, below: usize) {
+        let aux = self.len - self.inputs;
         assert!(
-            self.input.len() >= self.inputs && self.aux.len() >= self.len - self.inputs,
+            self.input.len() >= self.inputs && self.aux.len() >= aux && self.packed.len >= aux,
             "z shorter than its counts"
         );
         assert!(below <= self.len, "indices up to {below} into z of {}", self.len);
@@ -392,17 +397,22 @@ impl R1csKernels {
         z.check(m.vars_below);
         let grid = blocks(n * SPMV_LANES as usize, THREADS);
         let (vars, coeffs, table, input, aux) = (m.vars.ptr(), m.coeffs.ptr(), table.ptr(), z.input.ptr(), z.aux.ptr());
+        let (ones, others) = (z.packed.ones.ptr(), z.packed.others.ptr());
         let (inputs, rows, n, out) = (u32_arg(z.inputs), u32_arg(rows), u32_arg(n), out.at_mut(at));
         // SAFETY: the kernel is the one for the starts' width. `m` holds a recording's matrix,
         // or a chunk of its rows, as copied (`upload`, `load`): the starts rise (the
         // recording's invariant), its entries from starts[0] to starts[rows] are in `vars` and
         // `coeffs`, every variable is below z's length and every coefficient index below the
-        // table's (asserted against the bounds the recording gave); `out` holds n >= rows
-        // elements from `at` (asserted), one for each row, SPMV_LANES threads per row.
+        // table's (asserted against the bounds the recording gave), and the packed aux' bitmaps
+        // hold a bit for every aux (asserted: its length); `out` holds n >= rows elements
+        // from `at` (asserted), one for each row, SPMV_LANES threads per row.
         unsafe {
             macro_rules! spmv {
                 ($kernel:ident, $starts:expr) => {
-                    self.$kernel(grid, THREADS, stream, $starts, vars, coeffs, table, input, aux, inputs, rows, n, out)
+                    self.$kernel(
+                        grid, THREADS, stream, $starts, vars, coeffs, table, input, aux, ones, others, inputs, rows, n,
+                        out,
+                    )
                 };
             }
             match &m.starts {
