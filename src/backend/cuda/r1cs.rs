@@ -336,7 +336,8 @@ mod tests {
 
     /// ⟨row i, z⟩ as `row_terms` (`cuda/r1cs/spmv.cuh`) reads z: an aux its packed aux' bitmaps
     /// call 0 or 1 from them alone, its term its coefficient (the table's first entries are 1
-    /// and −1) or nothing; the inputs and the other aux as they are.
+    /// and −1) or nothing; the inputs and the other aux as they are, times their coefficient
+    /// (the kernel's additions for 1 and −1 are `R1cs::evaluate`'s, the reference).
     fn row_as_the_device_reads_z(m: &Matrix, i: usize, table: &[Scalar], z: Z<'_>, packed: &PackedAux) -> Scalar {
         let bit = |bits: &[u64], j: usize| bits[j / 64] >> (j % 64) & 1 == 1;
         let (inputs, range) = (z.input.len(), m.starts.entries(i..i + 1));
@@ -349,12 +350,7 @@ mod tests {
                 }
                 continue;
             }
-            let x = if v < inputs { z.input[v] } else { z.aux[v - inputs] };
-            acc += match k as u32 {
-                crate::r1cs::ONE => x,
-                crate::r1cs::MINUS_ONE => -x,
-                _ => x * table[k],
-            };
+            acc += if v < inputs { z.input[v] } else { z.aux[v - inputs] } * table[k];
         }
         acc
     }
