@@ -61,8 +61,8 @@ extern "C" __global__ void g16_spmv_wide(const uint64_t* starts, const uint32_t*
 {   spmv(starts, vars, coeffs, table, packed_z_t{input, aux, ones, others, inputs}, rows, n, out);   }
 
 extern "C" __global__ void g16_gather(const uint32_t* vars, uint32_t n, const fr_t* input, const fr_t* aux,
-                                      uint32_t inputs, fr_t* out)
-{   gather(vars, n, input, aux, inputs, out);   }
+                                      const uint64_t* ones, const uint64_t* others, uint32_t inputs, fr_t* out)
+{   gather(vars, n, packed_z_t{input, aux, ones, others, inputs}, out);   }
 
 extern "C" __global__ void __launch_bounds__(PACKED_THREADS)
 g16_packed_expand(const uint64_t* ones, const uint64_t* others, const uint32_t* ranks, const fr_t* values,

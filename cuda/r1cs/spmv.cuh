@@ -5,10 +5,10 @@
 // never assembled: a variable v below the inputs' count is input[v], else aux[v − inputs], so
 // the aux go from the partition's pinned buffer straight to the L MSM's scalars. Coefficient
 // index 0 is 1 and 1 is −1 (the table's first entries): those terms take an addition or a
-// subtraction, the others a product. The products read an aux that is 0 or 1 (98 to 99.6 %
-// of a bit-heavy witness's) from the packed aux' bitmaps (packed.cuh: two bits a variable,
-// 4 MB at 2^24, which L2 holds), not as 32 bytes gathered from memory, and its term is then
-// its coefficient or nothing, never a product.
+// subtraction, the others a product. The products and the gathers read an aux that is 0 or 1
+// (98 to 99.6 % of a bit-heavy witness's) from the packed aux' bitmaps (packed.cuh: two bits
+// a variable, 4 MB at 2^24, which L2 holds), not as 32 bytes gathered from memory: its term
+// is then its coefficient or nothing, never a product, and its scalar is written, not read.
 #ifndef PINPROVE_R1CS_SPMV_CUH
 #define PINPROVE_R1CS_SPMV_CUH
 
@@ -18,7 +18,8 @@
 __device__ __forceinline__ fr_t z_at(const fr_t* input, const fr_t* aux, uint32_t inputs, uint32_t v)
 {   return v < inputs ? input[v] : aux[v - inputs];   }
 
-// z as the products read it: the aux expanded, and the bitmaps they were expanded from.
+// z as the products and gathers read it: the aux expanded, and the bitmaps they were expanded
+// from.
 struct packed_z_t {
     const fr_t* input;
     const fr_t* aux;
@@ -29,6 +30,16 @@ struct packed_z_t {
 
 __device__ __forceinline__ bool bit_at(const uint64_t* bits, uint32_t i)
 {   return (bits[i / 64] >> (i % 64)) & 1;   }
+
+// Whether z[v] is an aux that is 0 or 1, read from the bitmaps (`one` then says which); the
+// inputs and the aux neither 0 nor 1 are read from z.
+__device__ __forceinline__ bool bit_of_z(const packed_z_t& z, uint32_t v, bool& one)
+{
+    if (v < z.inputs || bit_at(z.others, v - z.inputs))
+        return false;
+    one = bit_at(z.ones, v - z.inputs);
+    return true;
+}
 
 // The terms of entries [from, end) of a matrix at stride `stride`, summed: a group's lane takes
 // every stride-th entry of its row.
@@ -41,9 +52,10 @@ __device__ __forceinline__ fr_t row_terms(start_t from, start_t end, uint32_t st
     acc.zero();
     for (start_t e = from; e < end; e += stride) {
         const uint32_t v = vars[e - first], k = coeffs[e - first];
-        if (v >= z.inputs && !bit_at(z.others, v - z.inputs)) {
-            if (bit_at(z.ones, v - z.inputs))
-                acc += table[k]; // the aux is 1
+        bool one;
+        if (bit_of_z(z, v, one)) {
+            if (one)
+                acc += table[k];
             continue;
         }
         const fr_t x = z_at(z.input, z.aux, z.inputs, v);
@@ -119,12 +131,21 @@ __device__ __forceinline__ void spmv(const start_t* starts, const uint32_t* vars
 }
 
 // out[i] = z[vars[i]] for i < n.
-__device__ __forceinline__ void gather(const uint32_t* vars, uint32_t n, const fr_t* input, const fr_t* aux,
-                                       uint32_t inputs, fr_t* out)
+__device__ __forceinline__ void gather(const uint32_t* vars, uint32_t n, const packed_z_t& z, fr_t* out)
 {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        out[i] = z_at(input, aux, inputs, vars[i]);
+    if (i >= n)
+        return;
+    const uint32_t v = vars[i];
+    bool one;
+    fr_t x;
+    if (!bit_of_z(z, v, one))
+        x = z_at(z.input, z.aux, z.inputs, v);
+    else if (one)
+        x = fr_t::one();
+    else
+        x.zero();
+    out[i] = x;
 }
 
 #endif

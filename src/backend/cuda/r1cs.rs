@@ -289,7 +289,8 @@ impl DeviceR1cs {
     }
 
     /// Enqueues the A and B scalars gathered from z = input ‖ aux (`aux` expanded by
-    /// [`evaluate`](Self::evaluate)) into `a` and `b`.
+    /// [`evaluate`](Self::evaluate); those that are 0 or 1 written from the packed aux'
+    /// bitmaps) into `a` and `b`.
     pub(crate) fn gather(
         &self,
         kernels: &R1csKernels,
@@ -328,35 +329,57 @@ mod tests {
                 let lc = |from: usize, len: usize| {
                     (from..from + len).fold(LinearCombination::zero(), |lc, i| lc + (coeff(i + k), aux[i % aux.len()]))
                 };
-                cs.enforce(|| "row", |_| lc(k, k % 40) + x, |_| lc(2 * k, 1), |_| lc(3 * k, k % 7));
+                cs.enforce(|| "row", |_| lc(k, k % 40) + x, |_| lc(3 * k, 1), |_| lc(3 * k, k % 7));
             }
             Ok(())
         }
     }
 
-    /// ⟨row i, z⟩ as `row_terms` (`cuda/r1cs/spmv.cuh`) reads z: an aux its packed aux' bitmaps
-    /// call 0 or 1 from them alone, its term its coefficient (the table's first entries are 1
-    /// and −1) or nothing; the inputs and the other aux as they are, times their coefficient
-    /// (the kernel's additions for 1 and −1 are `R1cs::evaluate`'s, the reference).
-    fn row_as_the_device_reads_z(m: &Matrix, i: usize, table: &[Scalar], z: Z<'_>, packed: &PackedAux) -> Scalar {
+    /// `bit_of_z` (`cuda/r1cs/spmv.cuh`): whether z[v] is read from the packed aux' bitmaps
+    /// (an aux that is 0 or 1), and then whether it is 1.
+    fn bit_of_z(v: usize, inputs: usize, packed: &PackedAux) -> Option<bool> {
         let bit = |bits: &[u64], j: usize| bits[j / 64] >> (j % 64) & 1 == 1;
-        let (inputs, range) = (z.input.len(), m.starts.entries(i..i + 1));
+        (v >= inputs && !bit(packed.others(), v - inputs)).then(|| bit(packed.ones(), v - inputs))
+    }
+
+    /// z[v] read from z.
+    fn z_at(v: usize, z: Z<'_>) -> Scalar {
+        if v < z.input.len() {
+            z.input[v]
+        } else {
+            z.aux[v - z.input.len()]
+        }
+    }
+
+    /// ⟨row i, z⟩ as `row_terms` reads z: an aux the bitmaps call 0 or 1 from them alone, its
+    /// term its coefficient (the table's first entries are 1 and −1) or nothing; the inputs
+    /// and the other aux as they are, times their coefficient (the kernel's additions for 1
+    /// and −1 are `R1cs::evaluate`'s, the reference).
+    fn row_as_the_device_reads_z(m: &Matrix, i: usize, table: &[Scalar], z: Z<'_>, packed: &PackedAux) -> Scalar {
+        let range = m.starts.entries(i..i + 1);
         let mut acc = Scalar::ZERO;
         for (&v, &k) in m.vars[range.clone()].iter().zip(&m.coeffs[range]) {
             let (v, k) = (v as usize, k as usize);
-            if v >= inputs && !bit(packed.others(), v - inputs) {
-                if bit(packed.ones(), v - inputs) {
-                    acc += table[k];
-                }
-                continue;
+            match bit_of_z(v, z.input.len(), packed) {
+                Some(true) => acc += table[k],
+                Some(false) => {}
+                None => acc += z_at(v, z) * table[k],
             }
-            acc += if v < inputs { z.input[v] } else { z.aux[v - inputs] } * table[k];
         }
         acc
     }
 
-    #[test]
-    fn the_device_products_reading_bits_from_the_bitmaps_equal_the_cpus() {
+    /// z[v] as `gather` writes it: an aux the bitmaps call 0 or 1 as that, else read from z.
+    fn scalar_as_the_device_gathers_it(v: u32, z: Z<'_>, packed: &PackedAux) -> Scalar {
+        match bit_of_z(v as usize, z.input.len(), packed) {
+            Some(one) => Scalar::from(u64::from(one)),
+            None => z_at(v as usize, z),
+        }
+    }
+
+    /// `Mixed` recorded, and its packed witness (zeros, ones and others) with the aux expanded
+    /// as z, for `check`.
+    fn on_mixed(check: impl FnOnce(&R1cs, Z<'_>, &PackedAux)) {
         let r1cs = R1cs::record(Mixed).unwrap();
         let pool = PinnedPool::new(PoolConfig::default());
         let witness = synthesize_witness(Mixed, &r1cs, &pool).unwrap();
@@ -364,16 +387,41 @@ mod tests {
         let census = packed.census();
         assert!(census.zeros > 0 && census.ones > 0 && census.others > 0, "{census:?}");
         let aux = packed.to_vec();
-        let z = Z { input: &witness.input, aux: &aux };
-        let rows = r1cs.a.rows();
-        let mut abc = [vec![Scalar::ZERO; rows], vec![Scalar::ZERO; rows], vec![Scalar::ZERO; rows]];
-        let [a, b, c] = &mut abc;
-        r1cs.evaluate(z, [a, b, c]).unwrap();
-        for (m, cpu) in [&r1cs.a, &r1cs.b, &r1cs.c].into_iter().zip(&abc) {
-            let device: Vec<Scalar> =
-                (0..rows).map(|i| row_as_the_device_reads_z(m, i, &r1cs.table, z, packed)).collect();
-            assert!(device == *cpu);
-        }
-        assert!(abc[0].iter().any(|x| !bool::from(x.is_zero())), "rows that sum something");
+        check(&r1cs, Z { input: &witness.input, aux: &aux }, packed);
+    }
+
+    #[test]
+    fn the_device_products_reading_bits_from_the_bitmaps_equal_the_cpus() {
+        on_mixed(|r1cs, z, packed| {
+            let rows = r1cs.a.rows();
+            let mut abc = [vec![Scalar::ZERO; rows], vec![Scalar::ZERO; rows], vec![Scalar::ZERO; rows]];
+            let [a, b, c] = &mut abc;
+            r1cs.evaluate(z, [a, b, c]).unwrap();
+            for (m, cpu) in [&r1cs.a, &r1cs.b, &r1cs.c].into_iter().zip(&abc) {
+                let device: Vec<Scalar> =
+                    (0..rows).map(|i| row_as_the_device_reads_z(m, i, &r1cs.table, z, packed)).collect();
+                assert!(device == *cpu);
+            }
+            assert!(abc[0].iter().any(|x| !bool::from(x.is_zero())), "rows that sum something");
+        });
+    }
+
+    #[test]
+    fn the_device_gathers_writing_bits_from_the_bitmaps_equal_the_cpus() {
+        on_mixed(|r1cs, z, packed| {
+            let (mut a, mut b) = (vec![], vec![]);
+            r1cs.gather(z, &mut a, &mut b).unwrap();
+            // The device's indices (`DeviceR1cs`): every input, then the aux A uses; B's as they are.
+            let first_aux = r1cs.inputs as u32;
+            let a_vars: Vec<u32> = (0..first_aux).chain(r1cs.a_aux.iter().map(|&j| first_aux + j)).collect();
+            for (vars, cpu) in [(&a_vars, &a), (&r1cs.b_vars, &b)] {
+                let device: Vec<Scalar> = vars.iter().map(|&v| scalar_as_the_device_gathers_it(v, z, packed)).collect();
+                assert!(device == *cpu);
+                let kinds =
+                    |x: &Scalar| [*x == Scalar::ZERO, *x == Scalar::ONE, *x != Scalar::ZERO && *x != Scalar::ONE];
+                let seen = cpu.iter().map(kinds).fold([false; 3], |s, k| [s[0] | k[0], s[1] | k[1], s[2] | k[2]]);
+                assert_eq!(seen, [true; 3], "zeros, ones and others gathered");
+            }
+        });
     }
 }

@@ -33,10 +33,11 @@ kernels! {
             input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, ones: DevicePtr<u64>, others: DevicePtr<u64>, inputs: u32,
             rows: u32, n: u32, out: DevicePtrMut<Scalar>,
         );
-        /// out[i] = z[vars[i]] for i < n.
+        /// out[i] = z[vars[i]] for i < n; the aux that are bits written from the packed aux'
+        /// bitmaps.
         fn g16_gather(
-            vars: DevicePtr<u32>, n: u32, input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, inputs: u32,
-            out: DevicePtrMut<Scalar>,
+            vars: DevicePtr<u32>, n: u32, input: DevicePtr<Scalar>, aux: DevicePtr<Scalar>, ones: DevicePtr<u64>,
+            others: DevicePtr<u64>, inputs: u32, out: DevicePtrMut<Scalar>,
         );
         /// aux[i] for i < len, from a packed aux (`cuda/r1cs/packed.cuh`).
         fn g16_packed_expand(
@@ -496,8 +497,10 @@ impl R1csKernels {
         assert!(n <= out.len(), "gather of {n} into {}", out.len());
         z.check(vars.below);
         let (input, aux, inputs) = (z.input.ptr(), z.aux.ptr(), u32_arg(z.inputs));
-        // SAFETY: every index is below z's length (checked on upload, asserted against z);
-        // n elements of `vars` and `out` (asserted), one thread each.
+        let (ones, others) = (z.packed.ones.ptr(), z.packed.others.ptr());
+        // SAFETY: every index is below z's length (checked on upload, asserted against z), and
+        // the packed aux' bitmaps hold a bit for every aux (asserted: its length); n elements
+        // of `vars` and `out` (asserted), one thread each.
         unsafe {
             self.g16_gather(
                 blocks(n, THREADS),
@@ -507,6 +510,8 @@ impl R1csKernels {
                 u32_arg(n),
                 input,
                 aux,
+                ones,
+                others,
                 inputs,
                 out.ptr_mut(),
             )
