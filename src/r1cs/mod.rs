@@ -159,7 +159,7 @@ pub(crate) struct Z<'a> {
 
 impl Z<'_> {
     /// Variable v of z.
-    fn at(&self, v: u32) -> Scalar {
+    pub(crate) fn at(&self, v: u32) -> Scalar {
         let v = v as usize;
         match v.checked_sub(self.input.len()) {
             None => self.input[v],
