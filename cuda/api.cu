@@ -111,9 +111,13 @@ extern "C" __global__ void g16_msm_next_offsets(const uint32_t* off, uint32_t ke
 // ---- the scalars split by value (msm/split.cuh)
 
 extern "C" __global__ void __launch_bounds__(SPLIT_THREADS)
-g16_msm_split(const fr_t* scalars, uint32_t n, uint32_t* ones, fr_t* others, uint32_t* others_idx, uint32_t room,
+g16_msm_split(const fr_t* scalars, uint32_t n, const uint64_t* z_ones, const uint64_t* z_others, uint32_t inputs,
+              const uint32_t* vars, uint32_t first, uint32_t* ones, fr_t* others, uint32_t* others_idx, uint32_t room,
               uint32_t* counts)
-{   msm_split(scalars, n, ones, others, others_idx, room, counts);   }
+{
+    const packed_z_t z{nullptr, nullptr, z_ones, z_others, inputs};
+    msm_split(scalars, n, z, vars, first, ones, others, others_idx, room, counts);
+}
 
 // ---- per group: MSM sums (msm/accumulate.cuh), the key's shifted copies (msm/shift.cuh) and
 // its points decoded from the file's bytes (key/decode.cuh)

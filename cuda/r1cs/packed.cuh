@@ -3,12 +3,39 @@
 // A witness of bits expanded (src/synth/packed.rs): value i is 1 where bit i % 64 of word
 // i / 64 of `ones` is set, the next of `values` where that bit of `others` is, else 0;
 // ranks[g] counts the others before value g · PACKED_GROUP. The aux it writes are z's tail
-// for the products (spmv.cuh) and the L MSM's scalars.
+// for the products (spmv.cuh) and the L MSM's scalars; the bitmaps also say, unread, which
+// aux are 0 or 1 to the products, the gathers and the MSMs' split (msm/split.cuh).
 #ifndef PINPROVE_R1CS_PACKED_CUH
 #define PINPROVE_R1CS_PACKED_CUH
 
 #include "../ff/fields.cuh"
 #include "../geometry.h"
+
+__device__ __forceinline__ fr_t z_at(const fr_t* input, const fr_t* aux, uint32_t inputs, uint32_t v)
+{   return v < inputs ? input[v] : aux[v - inputs];   }
+
+// z = input ‖ aux as the products, the gathers and the split read it: the aux expanded, and
+// the bitmaps they were expanded from.
+struct packed_z_t {
+    const fr_t* input;
+    const fr_t* aux;
+    const uint64_t* ones;
+    const uint64_t* others;
+    uint32_t inputs;
+};
+
+__device__ __forceinline__ bool bit_at(const uint64_t* bits, uint32_t i)
+{   return (bits[i / 64] >> (i % 64)) & 1;   }
+
+// Whether z[v] is an aux that is 0 or 1, read from the bitmaps (`one` then says which); the
+// inputs and the aux neither 0 nor 1 are read from z.
+__device__ __forceinline__ bool bit_of_z(const packed_z_t& z, uint32_t v, bool& one)
+{
+    if (v < z.inputs || bit_at(z.others, v - z.inputs))
+        return false;
+    one = bit_at(z.ones, v - z.inputs);
+    return true;
+}
 
 // aux[i] for the values of group blockIdx.x (blockDim.x = PACKED_THREADS). Warp 0 counts the
 // others before each of the group's 64 words (two a lane, a shuffle scan); then the block

@@ -14,32 +14,7 @@
 
 #include "../ff/fields.cuh"
 #include "../geometry.h"
-
-__device__ __forceinline__ fr_t z_at(const fr_t* input, const fr_t* aux, uint32_t inputs, uint32_t v)
-{   return v < inputs ? input[v] : aux[v - inputs];   }
-
-// z as the products and gathers read it: the aux expanded, and the bitmaps they were expanded
-// from.
-struct packed_z_t {
-    const fr_t* input;
-    const fr_t* aux;
-    const uint64_t* ones;
-    const uint64_t* others;
-    uint32_t inputs;
-};
-
-__device__ __forceinline__ bool bit_at(const uint64_t* bits, uint32_t i)
-{   return (bits[i / 64] >> (i % 64)) & 1;   }
-
-// Whether z[v] is an aux that is 0 or 1, read from the bitmaps (`one` then says which); the
-// inputs and the aux neither 0 nor 1 are read from z.
-__device__ __forceinline__ bool bit_of_z(const packed_z_t& z, uint32_t v, bool& one)
-{
-    if (v < z.inputs || bit_at(z.others, v - z.inputs))
-        return false;
-    one = bit_at(z.ones, v - z.inputs);
-    return true;
-}
+#include "packed.cuh"
 
 // The terms of entries [from, end) of a matrix at stride `stride`, summed: a group's lane takes
 // every stride-th entry of its row.

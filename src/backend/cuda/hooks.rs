@@ -308,7 +308,7 @@ impl Bench {
         let Self { gpu, marks: ev, scratch, .. } = self;
         let stream = &gpu.stream;
         let msms = Msms { kernels: &gpu.msm, stream, copies: &gpu.copies, staging: &gpu.staging, scratch, split: true };
-        let sum = msms.split::<C>((&device_scalars, 0..n), &bases.points, &sums)?;
+        let sum = msms.split::<C>((&device_scalars, None, 0..n), &bases.points, &sums)?;
         ev[2].record(stream).map_err(from_cust)?;
         Ok((sum, SplitRun { h2d: elapsed(&ev[0], &ev[1])?, msm: elapsed(&ev[1], &ev[2])? }))
     }

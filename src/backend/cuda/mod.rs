@@ -180,6 +180,12 @@ impl CudaBackend {
         let source = AbcSource::of(w, self.held.r1cs.is_some())?;
         let Self { gpu, domain, scalars: s, held, sums, witness_sums: ws, events: ev, epoch, .. } = self;
         let (stream, [sa, sb]) = (&gpu.stream, s.ab(&domain.abc));
+        // A witness-only partition's scalars are variables of z, its aux packed.
+        let [l_vars, a_vars, b_vars] = match (source, held.r1cs.as_ref()) {
+            (AbcSource::Recorded(_), Some(r)) => r.scalar_vars().map(Some),
+            _ => [None; 3],
+        };
+        let (l_scalars, a_scalars, b_scalars) = ((&s.aux, l_vars), (sa, a_vars), (sb, b_vars));
         let (in_flight, mut ab_ready) = match source {
             AbcSource::Evaluated(e) => {
                 let (in_flight, ready) = upload_ab(gpu, e, [sa, sb], &ev.ab_h2d)?;
@@ -214,36 +220,36 @@ impl CudaBackend {
         let (mut l_side, mut a_side, mut b_g1_side, mut b_g2_side) = (None, None, None, None);
         if let Some(side) = side {
             let on = side.stream;
-            l_side = ev.around(1, on, || side.split_resident::<G1>(&s.aux, l_len, l, &ws.g1))?;
+            l_side = ev.around(1, on, || side.split_resident::<G1>(l_scalars, l_len, l, &ws.g1))?;
             if let Some(ready) = ab_ready.take() {
                 wait_for(on, ready)?;
             }
-            a_side = ev.around(2, on, || side.split_resident::<G1>(sa, a_len, a, &ws.g1))?;
-            b_g1_side = ev.around(3, on, || side.split_resident::<G1>(sb, b_len, b_g1, &ws.g1))?;
-            b_g2_side = ev.around(4, on, || side.split_resident::<G2>(sb, b_len, g2, &ws.g2))?;
+            a_side = ev.around(2, on, || side.split_resident::<G1>(a_scalars, a_len, a, &ws.g1))?;
+            b_g1_side = ev.around(3, on, || side.split_resident::<G1>(b_scalars, b_len, b_g1, &ws.g1))?;
+            b_g2_side = ev.around(4, on, || side.split_resident::<G2>(b_scalars, b_len, g2, &ws.g2))?;
             wait_for(stream, mark(on)?)?;
         }
         let h = main.sum_of::<G1>(h, &sums.g1)?;
         // The witness's MSMs not split beside it, one after another.
         let main = Msms { split: side.is_none(), ..main };
         let l = l_side.map_or_else(
-            || ev.around(1, stream, || main.witness_msm::<G1>(&s.aux, l_len, l, &sums.g1, None)),
+            || ev.around(1, stream, || main.witness_msm::<G1>(l_scalars, l_len, l, &sums.g1, None)),
             split_beside,
         )?;
         if let Some(ready) = ab_ready {
             wait_for(stream, ready)?;
         }
         let a = a_side.map_or_else(
-            || ev.around(2, stream, || main.witness_msm::<G1>(sa, a_len, a, &sums.g1, None)),
+            || ev.around(2, stream, || main.witness_msm::<G1>(a_scalars, a_len, a, &sums.g1, None)),
             split_beside,
         )?;
         let b_g1 = b_g1_side.map_or_else(
-            || ev.around(3, stream, || main.witness_msm::<G1>(sb, b_len, b_g1, &sums.g1, None)),
+            || ev.around(3, stream, || main.witness_msm::<G1>(b_scalars, b_len, b_g1, &sums.g1, None)),
             split_beside,
         )?;
         let plan = b_g1.1; // the B scalars' plan, when not split
         let b_g2 = b_g2_side.map_or_else(
-            || ev.around(4, stream, || main.witness_msm::<G2>(sb, b_len, g2, &sums.g2, plan)),
+            || ev.around(4, stream, || main.witness_msm::<G2>(b_scalars, b_len, g2, &sums.g2, plan)),
             split_beside,
         )?;
         ev.msms_done.record(stream).map_err(from_cust)?;

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use blstrs::Scalar;
 use cust::stream::Stream;
 
-use crate::backend::cuda::ffi::r1cs::{wide, DeviceIndices, DeviceMatrix, DevicePacked, DeviceZ, MatrixRoom};
+use crate::backend::cuda::ffi::r1cs::{
+    wide, DeviceIndices, DeviceMatrix, DevicePacked, DeviceZ, MatrixRoom, PackedVars,
+};
 use crate::backend::cuda::ffi::r1cs::{R1csKernels, Which};
 use crate::backend::cuda::ffi::{upload, DeviceVec, InFlight, Staging};
 use crate::error::Result;
@@ -301,6 +303,14 @@ impl DeviceR1cs {
         kernels.gather(stream, &self.a_vars, z, a)?;
         kernels.gather(stream, &self.b_vars, z, b)
     }
+
+    /// The L, A and B MSMs' scalars as variables of z (the L scalars the aux themselves), for
+    /// their split to class the zeros and ones from the bitmaps of the partition last copied
+    /// up ([`upload_witness`](Self::upload_witness)).
+    pub(crate) fn scalar_vars(&self) -> [PackedVars<'_>; 3] {
+        let vars = |v| PackedVars::new(&self.packed, self.inputs, v);
+        [vars(None), vars(Some(&self.a_vars)), vars(Some(&self.b_vars))]
+    }
 }
 
 /// The A scalars' indices into z: every input, then the aux A uses (`a_aux`, indices into
@@ -342,7 +352,7 @@ mod tests {
         }
     }
 
-    /// `bit_of_z` (`cuda/r1cs/spmv.cuh`): whether z[v] is read from the packed aux' bitmaps
+    /// `bit_of_z` (`cuda/r1cs/packed.cuh`): whether z[v] is read from the packed aux' bitmaps
     /// (an aux that is 0 or 1), and then whether it is 1.
     fn bit_of_z(v: usize, inputs: usize, packed: &PackedAux) -> Option<bool> {
         let bit = |bits: &[u64], j: usize| bits[j / 64] >> (j % 64) & 1 == 1;
@@ -371,6 +381,27 @@ mod tests {
         match bit_of_z(v as usize, z.input.len(), packed) {
             Some(one) => Scalar::from(u64::from(one)),
             None => z.at(v),
+        }
+    }
+
+    /// A scalar's class in the split: (it is 1, it is neither 0 nor 1).
+    fn class_of(x: Scalar) -> (bool, bool) {
+        (x == Scalar::ONE, x != Scalar::ONE && x != Scalar::ZERO)
+    }
+
+    /// The class `msm_split` (`cuda/msm/split.cuh`) gives scalar i of scalars `s` that are
+    /// variables of z, `vars[i]` (aux i where there are none), and whether it reads the
+    /// scalar: not for an aux the bitmaps call 0 or 1.
+    fn class_as_the_device_splits(
+        i: usize,
+        (vars, s): (Option<&[u32]>, &[Scalar]),
+        z: Z<'_>,
+        packed: &PackedAux,
+    ) -> ((bool, bool), bool) {
+        let inputs = z.input.len();
+        match bit_of_z(vars.map_or(inputs + i, |v| v[i] as usize), inputs, packed) {
+            Some(one) => ((one, false), false),
+            None => (class_of(s[i]), true),
         }
     }
 
@@ -414,6 +445,28 @@ mod tests {
                 assert!(device == *cpu);
                 let other = cpu.iter().any(|x| *x != Scalar::ZERO && *x != Scalar::ONE);
                 assert!(cpu.contains(&Scalar::ZERO) && cpu.contains(&Scalar::ONE) && other, "every kind gathered");
+            }
+        });
+    }
+
+    #[test]
+    fn the_split_classing_bits_from_the_bitmaps_gives_the_values_classes() {
+        on_mixed(|r1cs, z, packed| {
+            let (mut a, mut b) = (vec![], vec![]);
+            r1cs.gather(z, &mut a, &mut b).unwrap();
+            let a_vars = a_vars(r1cs.inputs, &r1cs.a_aux);
+            // The L scalars (the aux), and the A and B scalars as the device gathers them.
+            for scalars in [(None, z.aux), (Some(&a_vars[..]), &a[..]), (Some(&r1cs.b_vars[..]), &b[..])] {
+                let classes: Vec<_> =
+                    (0..scalars.1.len()).map(|i| class_as_the_device_splits(i, scalars, z, packed)).collect();
+                let by_value: Vec<_> = scalars.1.iter().map(|&x| class_of(x)).collect();
+                assert!(classes.iter().map(|&(class, _)| class).eq(by_value.iter().copied()));
+                let unread = classes.iter().filter(|&&(_, read)| !read).count();
+                let others = by_value.iter().filter(|&&(_, other)| other).count();
+                assert!(
+                    unread > 0 && others > 0 && unread + others <= scalars.1.len(),
+                    "{unread} unread, {others} others"
+                );
             }
         });
     }

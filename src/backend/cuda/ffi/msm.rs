@@ -18,6 +18,7 @@ use super::geometry::SPLIT_THREADS;
 use super::geometry::{self, BIN_ITEMS, BIN_THREADS, MSM_THREADS as THREADS, SCAN_ITEMS, SCAN_THREADS, SHIFT_THREADS};
 use super::launch::{blocks, u32_arg};
 use super::memory::{DeviceElem, DevicePtr, DevicePtrMut, DeviceVec, HostElem, XyzzG1, XyzzG2};
+use super::r1cs::PackedVars;
 use crate::error::Result;
 
 /// Counts per block of the scan (geometry.h); two levels of tiles scan up to its square.
@@ -236,9 +237,11 @@ kernels! {
         /// Adds each tile's offset to its sums.
         fn g16_scan_add(out: DevicePtrMut<u32>, len: u32, tile_offsets: DevicePtr<u32>);
         /// The scalars split by value (`cuda/msm/split.cuh`): the ones' indices, the others
-        /// (the first `room` of them kept) and their indices, and the two counts.
+        /// (the first `room` of them kept) and their indices, and the two counts; those that
+        /// are variables of z the packed aux' bitmaps (z_ones not null) call 0 or 1 unread.
         fn g16_msm_split(
-            scalars: DevicePtr<Scalar>, n: u32, ones: DevicePtrMut<u32>, others: DevicePtrMut<Scalar>,
+            scalars: DevicePtr<Scalar>, n: u32, z_ones: DevicePtr<u64>, z_others: DevicePtr<u64>, inputs: u32,
+            vars: DevicePtr<u32>, first: u32, ones: DevicePtrMut<u32>, others: DevicePtrMut<Scalar>,
             others_idx: DevicePtrMut<u32>, room: u32, counts: DevicePtrMut<u32>,
         );
     }
@@ -548,15 +551,17 @@ impl MsmKernels {
     /// Splits `scalars[range]` by value (split.cuh): the ones' indices (from the range's
     /// start) into the sort's entries (whose buckets they replace), the others and their
     /// indices into the split's rooms, at most `room` of them kept; reads the counts back.
+    /// Scalars that are packed variables of z (`vars`) and 0 or 1 are classed from the
+    /// bitmaps, unread.
     ///
     /// # Panics
     /// If `scalars` holds fewer than the range, the entries fewer than its n points, the
-    /// split's rooms fewer than `room`, or n is 2^31 or more.
+    /// split's rooms fewer than `room`, n is 2^31 or more, or `vars` are fewer than the range.
     pub(crate) fn split(
         &self,
         stream: &Stream,
         buffers: &MsmBuffers,
-        (scalars, range): (&DeviceVec<Scalar>, std::ops::Range<usize>),
+        (scalars, vars, range): (&DeviceVec<Scalar>, Option<PackedVars<'_>>, std::ops::Range<usize>),
         room: usize,
     ) -> Result<Split> {
         let n = range.len();
@@ -567,9 +572,13 @@ impl MsmKernels {
         assert!(others.len() >= room && others_idx.len() >= room && counts.len() >= 2, "room for {room} others");
         buffers.sorted.set(None); // the entries become the ones' indices
         counts.zero(2, stream)?;
-        // SAFETY: thread i < n reads scalar start + i (inside, asserted); a one's slot is below the
-        // ones' count ≤ n ≤ entries.len(), an other's is written only below `room` (asserted
-        // to fit both rooms); the counts are two (asserted).
+        let none = || (DevicePtr::null(), DevicePtr::null(), 0, DevicePtr::null(), 0);
+        let (z_ones, z_others, inputs, vars, first) = vars.map_or_else(none, |v| v.split_args(range.clone()));
+        // SAFETY: thread i < n reads scalar start + i (inside, asserted), and where `vars` are
+        // given, variable start + i or aux start + i, which the bitmaps cover (asserted by
+        // split_args); a one's slot is below the ones' count ≤ n ≤ entries.len(), an other's
+        // is written only below `room` (asserted to fit both rooms); the counts are two
+        // (asserted).
         unsafe {
             self.sort.g16_msm_split(
                 blocks(n, SPLIT_THREADS),
@@ -577,6 +586,11 @@ impl MsmKernels {
                 stream,
                 scalars.at(range.start),
                 u32_arg(n),
+                z_ones,
+                z_others,
+                inputs,
+                vars,
+                first,
                 entries.ptr_mut(),
                 others.ptr_mut(),
                 others_idx.ptr_mut(),

@@ -351,6 +351,48 @@ impl DevicePacked {
     }
 }
 
+/// An MSM's scalars as variables of z = input ‖ aux, the aux packed: scalar i is z[vars[i]]
+/// (the A and B scalars, gathered), or aux i where there are no `vars` (the L scalars, the
+/// aux themselves). The MSMs' split (`cuda/msm/split.cuh`) classes those the bitmaps call 0
+/// or 1 without reading them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PackedVars<'a> {
+    packed: &'a DevicePacked,
+    inputs: usize,
+    vars: Option<&'a DeviceIndices>,
+}
+
+impl<'a> PackedVars<'a> {
+    /// The scalars that are `vars` of z (or the aux), whose aux `packed` holds.
+    pub(crate) fn new(packed: &'a DevicePacked, inputs: usize, vars: Option<&'a DeviceIndices>) -> Self {
+        PackedVars { packed, inputs, vars }
+    }
+
+    /// The split's arguments for scalars `range`: the bitmaps, the inputs' count, the
+    /// variables from the range's start (null for the aux) and the index into z of the
+    /// range's first aux.
+    ///
+    /// # Panics
+    /// If the range passes the variables (or the aux), or they index past the bitmaps' aux.
+    pub(crate) fn split_args(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> (DevicePtr<u64>, DevicePtr<u64>, u32, DevicePtr<u32>, u32) {
+        let (bits, inputs) = ((self.packed.ones.ptr(), self.packed.others.ptr()), self.inputs);
+        let (vars, first) = match self.vars {
+            Some(v) => {
+                assert!(range.end <= v.len && v.below <= inputs + self.packed.len, "variables {range:?} of {v:?}");
+                (v.vars.at(range.start), 0)
+            }
+            None => {
+                assert!(range.end <= self.packed.len, "aux {range:?} of {}", self.packed.len);
+                (DevicePtr::null(), u32_arg(inputs + range.start))
+            }
+        };
+        (bits.0, bits.1, u32_arg(inputs), vars, first)
+    }
+}
+
 /// z = input ‖ aux on the device, as two vectors, and the packed aux the aux were expanded
 /// from, whose bitmaps say which aux are 0 or 1.
 #[derive(Debug, Clone, Copy)]

@@ -16,6 +16,7 @@ use super::plan::{levels, Plan};
 use super::schedule::Msms;
 use super::window::window_bits;
 use crate::backend::cuda::ffi::msm::Group;
+use crate::backend::cuda::ffi::r1cs::PackedVars;
 use crate::backend::cuda::ffi::DeviceVec;
 use crate::error::Result;
 
@@ -27,6 +28,10 @@ use crate::error::Result;
 /// paying is not measured: refit with `gpu_report`'s split rows at mixes of more others.
 pub(crate) const SPLIT_SHARE: usize = 16;
 
+/// A witness MSM's scalars on the device, and, a witness-only partition's, which variables
+/// of z they are: the split then classes the zeros and ones from the packed aux' bitmaps.
+pub(crate) type WitnessScalars<'a> = (&'a DeviceVec<Scalar>, Option<PackedVars<'a>>);
+
 impl Msms<'_> {
     /// Σ scalarsᵢ·basesᵢ for i < n of a witness's scalars (the L, A and B MSMs'), which may
     /// be mostly 0 and 1: [split](Self::split), unless `reuse` brings the plan of these
@@ -36,7 +41,7 @@ impl Msms<'_> {
     /// when split) and whether it was split (every chunk, when streamed).
     pub(crate) fn witness_msm<G: Group>(
         &self,
-        scalars: &DeviceVec<Scalar>,
+        (scalars, vars): WitnessScalars<'_>,
         n: usize,
         bases: Bases<'_, G::Affine>,
         sums: &DeviceVec<G::Projective>,
@@ -44,12 +49,12 @@ impl Msms<'_> {
     ) -> Result<(G::Projective, Option<Plan>, bool)> {
         match (bases, &reuse) {
             (Bases::Resident(_), None) if self.split => {
-                if let Some(sum) = self.split_resident::<G>(scalars, n, bases, sums)? {
+                if let Some(sum) = self.split_resident::<G>((scalars, vars), n, bases, sums)? {
                     return Ok((sum, None, true));
                 }
             }
             (Bases::Streamed { host, slots }, _) => {
-                let split = |range, slot: &_| self.split::<G>((scalars, range), slot, sums);
+                let split = |range, slot: &_| self.split::<G>((scalars, vars, range), slot, sums);
                 let (sum, every) = self.streamed::<G>((scalars, n), (host, slots), sums, split)?;
                 return Ok((sum, None, every));
             }
@@ -63,28 +68,29 @@ impl Msms<'_> {
     /// the split declines or the bases are streamed.
     pub(crate) fn split_resident<G: Group>(
         &self,
-        scalars: &DeviceVec<Scalar>,
+        (scalars, vars): WitnessScalars<'_>,
         n: usize,
         bases: Bases<'_, G::Affine>,
         sums: &DeviceVec<G::Projective>,
     ) -> Result<Option<G::Projective>> {
         match bases {
-            Bases::Resident(resident) => self.split::<G>((scalars, 0..n), &resident.points, sums),
+            Bases::Resident(resident) => self.split::<G>((scalars, vars, 0..n), &resident.points, sums),
             Bases::Streamed { .. } => Ok(None),
         }
     }
 
     /// Σ scalarsᵢ·pointsᵢ₋ₛ for i in `range` (s its start), split by value (see the module
-    /// docs), over `points` on the device; `None` when the others do not fit the split's rooms
-    /// (or no plan over them fits the scratch): the caller's plan then sorts every scalar.
+    /// docs; those that are packed variables of z and 0 or 1 classed from the bitmaps), over
+    /// `points` on the device; `None` when the others do not fit the split's rooms (or no plan
+    /// over them fits the scratch): the caller's plan then sorts every scalar.
     pub(crate) fn split<G: Group>(
         &self,
-        (scalars, range): (&DeviceVec<Scalar>, std::ops::Range<usize>),
+        (scalars, vars, range): (&DeviceVec<Scalar>, Option<PackedVars<'_>>, std::ops::Range<usize>),
         points: &DeviceVec<G::Affine>,
         sums: &DeviceVec<G::Projective>,
     ) -> Result<Option<G::Projective>> {
         let buffers = self.scratch.buffers();
-        let split = self.kernels.split(self.stream, buffers, (scalars, range), buffers.split_room::<G>())?;
+        let split = self.kernels.split(self.stream, buffers, (scalars, vars, range), buffers.split_room::<G>())?;
         let c = window_bits(split.others);
         if !split.kept || !self.scratch.fits(split.others, c, None) {
             return Ok(None);
