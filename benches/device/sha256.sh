@@ -1,15 +1,17 @@
 #!/bin/bash
-# On the GPU machine: the sha256 chain through pinprove's gadget, witness-only, from the
-# key's and the recording's files made in the call (`peer synth`, `examples/synthesis`), the
-# figures of benches/README: 2^26, 16 proofs, and again with the H MSM's bases plain (under
-# `--memory-limit 100` on a device over 110 GB, beside a copy per window; under 64 on
-# smaller ones, beside the fewer copies that fit); 2^24, two batches of 64, and the peer's 4 proofs on the same file;
-# 2^27, 16 proofs (on a device over 130 GB also under `--memory-limit 120`: the plain bases'
-# placement, beside the H MSM's fewer copies). Logs under $OUT/logs; the files' own logs
-# gathered into files.txt at each stage's end (the device tool returns few files from a call
-# killed at its limit). The 2^27 recording (one thread) is made while the 2^24 rows and the
-# peer's run, to fit the call. Arguments: the seconds it may take (a stage that would not
-# finish is left out), and the sizes to run (default 26,24,27; the peer runs with 2^24).
+# On the GPU machine: the sha256 chain through pinprove's gadget, witness-only, from the key's
+# and the recording's files made in the call (`peer synth`, `examples/synthesis`), the figures
+# of benches/README: 2^26, 16 proofs, and again with the H MSM's bases plain (under
+# `--memory-limit 100` on a device over 110 GB, beside a copy per window; under 64 on smaller
+# ones, beside the fewer copies that fit); 2^24, two batches of 64, and the peer's 4 proofs on
+# the same file; 2^27, 16 proofs (on a device over 130 GB, time allowing, also under
+# `--memory-limit 120`: the plain bases' placement, beside the H MSM's fewer copies; with less
+# time, as `sha256.sh 230 27`, only the placement the backend chooses, after the files' 145 s
+# or so). Logs under $OUT/logs; the files' own logs gathered into files.txt at each stage's
+# end (the device tool returns few files from a call killed at its limit). The 2^27 recording
+# (one thread) is made while the 2^24 rows and the peer's run, to fit the call. Arguments: the
+# seconds it may take (a stage that would not finish is left out), and the sizes to run
+# (default 26,24,27; the peer runs with 2^24).
 L=${1:-540}; T0=$(date +%s); left() { echo $((L - ($(date +%s) - T0))); }
 S=",${2:-26,24,27},"; runs() { case $S in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 H=.device/head P=.device/peer W=/tmp/sha256 G=$OUT/logs
@@ -56,8 +58,8 @@ runs 27 && {
   key 27 &
   wait
   gather
-  if [ "$mib" -gt 130000 ]; then
-    [ "$(left)" -gt 100 ] && ours $((($(left) - 6) / 2)) 27 v27 --proofs 16
+  if [ "$mib" -gt 130000 ] && [ "$(left)" -gt 100 ]; then
+    ours $((($(left) - 6) / 2)) 27 v27 --proofs 16
     [ "$(left)" -gt 50 ] && ours $(($(left) - 3)) 27 v27_limit120 --proofs 16 --memory-limit 120
   else
     [ "$(left)" -gt 50 ] && ours $(($(left) - 3)) 27 v27 --proofs 16
