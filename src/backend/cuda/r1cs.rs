@@ -326,6 +326,7 @@ mod tests {
     use blstrs::Scalar;
     use ff::Field;
 
+    use crate::msm::Census;
     use crate::pool::{PinnedPool, PoolConfig};
     use crate::r1cs::{Matrix, R1cs, Z};
     use crate::synth::{synthesize_witness, Assignment, PackedAux};
@@ -384,24 +385,20 @@ mod tests {
         }
     }
 
-    /// A scalar's class in the split: (it is 1, it is neither 0 nor 1).
-    fn class_of(x: Scalar) -> (bool, bool) {
-        (x == Scalar::ONE, x != Scalar::ONE && x != Scalar::ZERO)
-    }
-
     /// The class `msm_split` (`cuda/msm/split.cuh`) gives scalar i of scalars `s` that are
-    /// variables of z, `vars[i]` (aux i where there are none), and whether it reads the
-    /// scalar: not for an aux the bitmaps call 0 or 1.
+    /// variables of z, `vars[i]` (aux i where there are none), as the census of that one
+    /// scalar, and whether it reads the scalar: not for an aux the bitmaps call 0 or 1.
     fn class_as_the_device_splits(
         i: usize,
         (vars, s): (Option<&[u32]>, &[Scalar]),
         z: Z<'_>,
         packed: &PackedAux,
-    ) -> ((bool, bool), bool) {
+    ) -> (Census, bool) {
         let inputs = z.input.len();
         match bit_of_z(vars.map_or(inputs + i, |v| v[i] as usize), inputs, packed) {
-            Some(one) => ((one, false), false),
-            None => (class_of(s[i]), true),
+            Some(true) => (Census { ones: 1, ..Census::default() }, false),
+            Some(false) => (Census { zeros: 1, ..Census::default() }, false),
+            None => (Census::of(std::slice::from_ref(&s[i])), true),
         }
     }
 
@@ -455,14 +452,15 @@ mod tests {
             let (mut a, mut b) = (vec![], vec![]);
             r1cs.gather(z, &mut a, &mut b).unwrap();
             let a_vars = a_vars(r1cs.inputs, &r1cs.a_aux);
-            // The L scalars (the aux), and the A and B scalars as the device gathers them.
+            // The L scalars (the aux), and the A and B scalars as the CPU gathers them (the
+            // device's, by the test above).
             for scalars in [(None, z.aux), (Some(&a_vars[..]), &a[..]), (Some(&r1cs.b_vars[..]), &b[..])] {
                 let classes: Vec<_> =
                     (0..scalars.1.len()).map(|i| class_as_the_device_splits(i, scalars, z, packed)).collect();
-                let by_value: Vec<_> = scalars.1.iter().map(|&x| class_of(x)).collect();
-                assert!(classes.iter().map(|&(class, _)| class).eq(by_value.iter().copied()));
+                let by_value = scalars.1.iter().map(|x| Census::of(std::slice::from_ref(x)));
+                assert!(classes.iter().map(|&(class, _)| class).eq(by_value));
                 let unread = classes.iter().filter(|&&(_, read)| !read).count();
-                let others = by_value.iter().filter(|&&(_, other)| other).count();
+                let others = Census::of(scalars.1).others;
                 assert!(
                     unread > 0 && others > 0 && unread + others <= scalars.1.len(),
                     "{unread} unread, {others} others"
