@@ -34,8 +34,8 @@
 
 // ---- MSM sums (msm/accumulate.cuh), per group: threads per block, and the blocks per
 // multiprocessor the bucket sums ask for (2 × 256 G1 threads cap them at 128 registers, at
-// which ptxas 13 spills 176 bytes a thread on sm_90 around the out-of-line products, into
-// the L1 cache; the sums still keep the multiplier 95 % busy).
+// which ptxas 13 spills 176 bytes a thread for sm_90, `nvcc --resource-usage`; the sums still
+// keep the multiplier 95 % busy).
 #define MSM_G1_THREADS 256
 #define MSM_G1_BLOCKS 2
 #define MSM_G2_THREADS 128
